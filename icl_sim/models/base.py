@@ -1,0 +1,32 @@
+"""The base class that makes every trained model a Predictor."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class InContextModel(nn.Module):
+    """A network mapping a prompt (xs (B, N, d), ys (B, N)) to predictions (B, N).
+
+    Subclasses implement ``layer_predictions``: the prediction read out after each
+    layer (or loop), the last entry being the model's output; ``forward`` may be a
+    cheaper path to the last entry alone.
+    """
+
+    def layer_predictions(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
+        raise NotImplementedError  # abstract
+
+    def forward(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        return self.layer_predictions(xs, ys)[-1]
+
+    @torch.no_grad()
+    def predict(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        """Predictor contract: evaluation mode, any input device/dtype, output like ``xs``."""
+        reference = next(self.parameters())
+        was_training = self.training
+        self.eval()
+        try:
+            preds = self(xs.to(reference), ys.to(reference))
+        finally:
+            self.train(was_training)
+        return preds.to(device=xs.device, dtype=xs.dtype)

@@ -1,0 +1,20 @@
+"""Task families: ``make_task(name, **params)`` builds one; ``TASKS`` lists them all."""
+from __future__ import annotations
+
+from icl_sim.tasks.base import Task
+from icl_sim.tasks.linear_regression import LinearRegression
+
+TASKS = {cls.name: cls for cls in (LinearRegression,)}
+
+
+def make_task(name: str, **params) -> Task:
+    """The task family ``name`` with ``params`` (unknown names raise ``ValueError``)."""
+    if name not in TASKS:
+        raise ValueError(f"task must be one of {', '.join(TASKS)}; got {name!r}")
+    try:
+        return TASKS[name](**params)
+    except TypeError as error:
+        raise ValueError(f"bad parameter for task {name!r}: {error}") from None
+
+
+__all__ = ["TASKS", "LinearRegression", "Task", "make_task"]
