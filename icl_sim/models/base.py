@@ -1,11 +1,13 @@
 """The base class that makes every trained model a Predictor."""
 from __future__ import annotations
 
+import abc
+
 import torch
 from torch import nn
 
 
-class InContextModel(nn.Module):
+class InContextModel(nn.Module, abc.ABC):
     """A network mapping a prompt (xs (B, N, d), ys (B, N)) to predictions (B, N).
 
     Subclasses implement ``layer_predictions``: the prediction read out after each
@@ -13,8 +15,9 @@ class InContextModel(nn.Module):
     cheaper path to the last entry alone.
     """
 
+    @abc.abstractmethod
     def layer_predictions(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
-        raise NotImplementedError  # abstract
+        """Predictions (B, N) after each layer, first to last."""
 
     def forward(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         return self.layer_predictions(xs, ys)[-1]
