@@ -1,0 +1,149 @@
+"""Per-position evaluation of predictors on held-out prompts, with bootstrap intervals.
+
+Every predictor sees the same float64 prompts drawn from the ``eval`` stream (never
+the training stream), the task's metric is computed per prompt and per position,
+and the result is one tidy table: a record per (predictor, position).
+"""
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Mapping, Sequence
+
+import torch
+import torch.nn.functional as F
+
+from icl_sim.atomic import atomic_path, write_text
+from icl_sim.predictor import Predictor
+from icl_sim.prompt import Prompt
+from icl_sim.seeding import make_generator
+from icl_sim.validation import check_choice, check_int
+
+EVAL_STREAM = "eval"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A per-element score ``function(preds, targets, dim) -> (B, N)`` and its axis label."""
+
+    function: Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]
+    label: str
+
+
+def squared_error(preds: torch.Tensor, targets: torch.Tensor, dim: int) -> torch.Tensor:
+    """(pred − y)² / d: Garg et al.'s normalisation, so predicting 0 scores E[y²]/d."""
+    return (preds - targets) ** 2 / dim
+
+
+def sign_accuracy(preds: torch.Tensor, targets: torch.Tensor, dim: int) -> torch.Tensor:
+    """1 where sign(pred) equals sign(y) (±1 labels), else 0."""
+    return (torch.sign(preds) == torch.sign(targets)).to(preds.dtype)
+
+
+def cosine(preds: torch.Tensor, targets: torch.Tensor, dim: int) -> torch.Tensor:
+    """Cosine similarity between vector predictions and targets (B, N, k) -> (B, N)."""
+    return F.cosine_similarity(preds, targets, dim=-1)
+
+
+# A new metric is one entry here; tasks name it in their ``metric`` attribute.
+METRICS: dict[str, Metric] = {
+    "squared_error": Metric(squared_error, "squared error / d"),
+    "accuracy": Metric(sign_accuracy, "accuracy"),
+    "cosine": Metric(cosine, "cosine similarity"),
+}
+
+
+def prompt_errors(predictor: Predictor, prompt: Prompt, metric: str) -> torch.Tensor:
+    """The metric of ``predictor`` on every prompt and position, (B, N) in float64."""
+    check_choice("metric", metric, sorted(METRICS))
+    with torch.no_grad():
+        preds = predictor.predict(prompt.xs, prompt.ys)
+    if preds.shape != prompt.ys.shape:
+        raise ValueError(f"predict returned shape {tuple(preds.shape)}, expected {tuple(prompt.ys.shape)}")
+    return METRICS[metric].function(preds.to(torch.float64), prompt.ys.to(torch.float64), prompt.dim)
+
+
+def bootstrap_interval(values: torch.Tensor, *, resamples: int = 1000, confidence: float = 0.95,
+                       seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Mean and percentile-bootstrap interval over prompts of ``values`` (P, N); each result is (N,).
+
+    All ``resamples`` index sets (R, P) are drawn at once from a generator seeded with
+    ``seed``, turned into counts, and the R resampled means are one (R, P) @ (P, N) product.
+    """
+    if values.ndim != 2 or values.shape[0] < 1:
+        raise ValueError(f"values must have shape (P, N) with P >= 1, got {tuple(values.shape)}")
+    check_int("resamples", resamples, 1)
+    if not isinstance(confidence, float) or not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be a float in (0, 1), got {confidence!r}")
+    check_int("seed", seed, 0)
+    values = values.detach().to("cpu", torch.float64)
+    count = values.shape[0]
+    generator = torch.Generator().manual_seed(seed)
+    indices = torch.randint(count, (resamples, count), generator=generator)
+    counts = torch.zeros(resamples, count, dtype=torch.float64).scatter_add_(
+        1, indices, torch.ones(resamples, count, dtype=torch.float64))
+    means = counts @ values / count
+    alpha = (1.0 - confidence) / 2
+    low, high = torch.quantile(means, torch.tensor([alpha, 1.0 - alpha], dtype=torch.float64), dim=0)
+    return values.mean(dim=0), low, high
+
+
+def _eval_generator(seed: int, index: int, device) -> torch.Generator:
+    """The generator of evaluation batch ``index``; evaluation must never reuse training data."""
+    if EVAL_STREAM == "train":
+        raise RuntimeError("evaluation prompts must not come from the 'train' stream")
+    return make_generator(seed, EVAL_STREAM, index, device)
+
+
+def eval_prompts(task, *, num_prompts: int = 1280, batch_size: int = 256, seed: int = 0, device="cpu",
+                 points: int | None = None) -> Iterator[Prompt]:
+    """The evaluation prompts in float64, batch t drawn from ``make_generator(seed, "eval", t)``."""
+    check_int("num_prompts", num_prompts, 1)
+    check_int("batch_size", batch_size, 1)
+    for index, start in enumerate(range(0, num_prompts, batch_size)):
+        size = min(batch_size, num_prompts - start)
+        yield task.sample(size, _eval_generator(seed, index, device), points=points, dtype=torch.float64)
+
+
+def evaluate(predictors: Mapping[str, Predictor], task, *, num_prompts: int = 1280, batch_size: int = 256,
+             seed: int = 0, device="cpu", points: int | None = None, bootstrap: int = 1000,
+             confidence: float = 0.95) -> list[dict]:
+    """Per-position ``task.metric`` of every predictor on the same held-out prompts.
+
+    Returns one record per (predictor, position): ``predictor``, ``position`` (the
+    number of in-context examples), ``metric``, ``mean``, ``ci_low``, ``ci_high``
+    (percentile bootstrap over prompts) and ``num_prompts``.
+    """
+    if not predictors:
+        raise ValueError("predictors must name at least one predictor")
+    check_choice("task.metric", task.metric, sorted(METRICS))
+    errors: dict[str, list[torch.Tensor]] = {name: [] for name in predictors}
+    for prompt in eval_prompts(task, num_prompts=num_prompts, batch_size=batch_size, seed=seed,
+                               device=device, points=points):
+        for name, predictor in predictors.items():
+            errors[name].append(prompt_errors(predictor, prompt, task.metric).cpu())
+
+    records = []
+    for name, batches in errors.items():
+        mean, low, high = bootstrap_interval(torch.cat(batches), resamples=bootstrap, confidence=confidence,
+                                             seed=seed)
+        records.extend(
+            {"predictor": name, "position": position, "metric": task.metric, "mean": m, "ci_low": lo,
+             "ci_high": hi, "num_prompts": num_prompts}
+            for position, (m, lo, hi) in enumerate(zip(mean.tolist(), low.tolist(), high.tolist())))
+    return records
+
+
+def write_table(records: Sequence[Mapping], directory, stem: str = "results") -> tuple[Path, Path]:
+    """Atomically write ``records`` as ``stem.csv`` and ``stem.json`` in ``directory``; return both paths."""
+    directory = Path(directory)
+    csv_path, json_path = directory / f"{stem}.csv", directory / f"{stem}.json"
+    fields = list(dict.fromkeys(key for record in records for key in record))
+    with atomic_path(csv_path) as temporary, open(temporary, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(records)
+    write_text(json_path, json.dumps([dict(record) for record in records], indent=2) + "\n")
+    return csv_path, json_path
