@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-STREAMS = {"train": 0, "eval": 1, "init": 2, "pool": 3}
+STREAMS = {"train": 0, "eval": 1, "init": 2, "pool": 3, "dropout": 4}
 
 
 def derive_seed(seed: int, stream: str, index: int = 0) -> int:

@@ -53,6 +53,7 @@ class LinearRegression:
         check_float("x_bound", self.x_bound, 0.0, strict=True)
         check_float("condition_number", self.condition_number, 1.0)
         if self.spectrum is not None:
+            object.__setattr__(self, "spectrum", tuple(float(v) for v in self.spectrum))
             if len(self.spectrum) != self.dim or min(self.spectrum) <= 0:
                 raise ValueError(f"spectrum must hold dim={self.dim} positive eigenvalues, got {self.spectrum}")
             if self.condition_number != 1.0:

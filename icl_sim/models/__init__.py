@@ -1,0 +1,22 @@
+"""Model families: ``build_model(name, dim, points, **params)``; ``MODELS`` lists them."""
+from __future__ import annotations
+
+from icl_sim.models.base import InContextModel
+from icl_sim.models.lsa import LinearSelfAttention
+
+MODELS = {"lsa": LinearSelfAttention}
+
+
+def build_model(name: str, dim: int, points: int, **params) -> InContextModel:
+    """The model family ``name`` for prompts of ``points`` points in ``dim`` dimensions."""
+    if name not in MODELS:
+        raise ValueError(f"model must be one of {', '.join(MODELS)}; got {name!r}")
+    model_class = MODELS[name]
+    try:
+        config = model_class.Config(**params)
+    except TypeError as error:
+        raise ValueError(f"bad parameter for model {name!r}: {error}") from None
+    return model_class(dim, points, config)
+
+
+__all__ = ["MODELS", "InContextModel", "LinearSelfAttention", "build_model"]
