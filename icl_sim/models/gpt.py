@@ -1,0 +1,162 @@
+"""A GPT-2-style softmax transformer for in-context regression (Garg et al. 2022).
+
+The prompt (x_0, y_0, x_1, y_1, ...) is fed as one interleaved sequence of 2N tokens:
+x_i as is and y_i as the d-vector (y_i, 0, ..., 0). A linear read-in and learned
+positions embed it, pre-LN causal blocks process it, and a final LayerNorm plus a
+linear read-out at each x_i token give the prediction for y_i. Causal attention makes
+that prediction depend on (x_j, y_j), j < i, and x_i only.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from icl_sim.models.base import InContextModel
+from icl_sim.predictor import check_prompt_shapes
+from icl_sim.validation import check_choice, check_float, check_int
+
+#: Garg et al.'s model sizes: name -> (n_embd, n_layer, n_head).
+SIZES = {"tiny": (64, 3, 2), "small": (128, 6, 4), "standard": (256, 12, 8)}
+
+
+@dataclasses.dataclass(frozen=True)
+class GPTConfig:
+    """Architecture of a :class:`GPT`; explicit dimensions override the named size."""
+
+    size: str = dataclasses.field(
+        default="tiny", metadata={"help": f"preset (n_embd, n_layer, n_head): {', '.join(f'{k}={v}' for k, v in SIZES.items())}"})
+    n_embd: int = dataclasses.field(default=0, metadata={"help": "embedding width; 0 takes it from size"})
+    n_layer: int = dataclasses.field(default=0, metadata={"help": "number of transformer blocks; 0 takes it from size"})
+    n_head: int = dataclasses.field(default=0, metadata={"help": "attention heads per block; 0 takes it from size"})
+    dropout: float = dataclasses.field(default=0.0, metadata={"help": "dropout probability, active in training only"})
+
+    def __post_init__(self):
+        check_choice("size", self.size, SIZES)
+        for name in ("n_embd", "n_layer", "n_head"):
+            check_int(name, getattr(self, name), 0)
+        check_float("dropout", self.dropout, 0.0, maximum=1.0)
+        n_embd, _, n_head = self.dims
+        if n_embd % n_head:
+            raise ValueError(f"n_embd ({n_embd}) must be divisible by n_head ({n_head})")
+
+    @property
+    def dims(self) -> tuple[int, int, int]:
+        """(n_embd, n_layer, n_head) after filling zeros from ``size``."""
+        explicit = (self.n_embd, self.n_layer, self.n_head)
+        return tuple(value or preset for value, preset in zip(explicit, SIZES[self.size]))
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head self-attention where each token sees itself and earlier tokens only."""
+
+    def __init__(self, n_embd: int, n_head: int, dropout: float):
+        super().__init__()
+        self.n_head = n_head
+        self.dropout = dropout
+        self.qkv = nn.Linear(n_embd, 3 * n_embd)
+        self.proj = nn.Linear(n_embd, n_embd)
+        self.resid_dropout = nn.Dropout(dropout)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        batch, length, width = h.shape
+        q, k, v = (t.view(batch, length, self.n_head, width // self.n_head).transpose(1, 2)
+                   for t in self.qkv(h).split(width, dim=2))
+        out = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0,
+                                             is_causal=True)
+        return self.resid_dropout(self.proj(out.transpose(1, 2).reshape(batch, length, width)))
+
+
+class MLP(nn.Module):
+    """Position-wise feed-forward layer, 4x wide with GELU."""
+
+    def __init__(self, n_embd: int, dropout: float):
+        super().__init__()
+        self.fc = nn.Linear(n_embd, 4 * n_embd)
+        self.proj = nn.Linear(4 * n_embd, n_embd)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.proj(F.gelu(self.fc(h))))
+
+
+class Block(nn.Module):
+    """Pre-LN transformer block: h + attn(LN(h)), then h + mlp(LN(h))."""
+
+    def __init__(self, n_embd: int, n_head: int, dropout: float):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(n_embd)
+        self.attn = CausalSelfAttention(n_embd, n_head, dropout)
+        self.ln_2 = nn.LayerNorm(n_embd)
+        self.mlp = MLP(n_embd, dropout)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        h = h + self.attn(self.ln_1(h))
+        return h + self.mlp(self.ln_2(h))
+
+
+class GPT(InContextModel):
+    """Garg et al.'s in-context regression transformer for prompts of up to ``points`` pairs in ``dim`` dims."""
+
+    Config = GPTConfig
+
+    def __init__(self, dim: int, points: int, config: GPTConfig):
+        super().__init__()
+        check_int("dim", dim, 1)
+        check_int("points", points, 1)
+        self.dim, self.points, self.config = dim, points, config
+        n_embd, n_layer, n_head = config.dims
+        self.read_in = nn.Linear(dim, n_embd)
+        self.positions = nn.Embedding(2 * points, n_embd)
+        self.embed_dropout = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(Block(n_embd, n_head, config.dropout) for _ in range(n_layer))
+        self.ln_f = nn.LayerNorm(n_embd)
+        self.read_out = nn.Linear(n_embd, 1)
+        self._init_weights(n_layer)
+
+    def _init_weights(self, n_layer: int) -> None:
+        """GPT-2 init: N(0, 0.02) weights, zero biases, residual projections shrunk by 1/sqrt(2 n_layer)."""
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, std=0.02)
+            if isinstance(module, nn.Linear):
+                nn.init.zeros_(module.bias)
+        for block in self.blocks:
+            for projection in (block.attn.proj, block.mlp.proj):
+                nn.init.normal_(projection.weight, std=0.02 / math.sqrt(2 * n_layer))
+
+    def _embed(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        """Interleave (x_i, y_i) into 2N tokens, read them in and add positions."""
+        check_prompt_shapes(xs, ys)
+        batch, n, dim = xs.shape
+        if dim != self.dim:
+            raise ValueError(f"xs must have {self.dim} features (dim), got {dim}")
+        if n > self.points:
+            raise ValueError(f"prompt has {n} points but the model was built for at most points={self.points}")
+        ys_wide = F.pad(ys.unsqueeze(-1), (0, dim - 1))
+        tokens = torch.stack((xs, ys_wide), dim=2).reshape(batch, 2 * n, dim)
+        return self.embed_dropout(self.read_in(tokens) + self.positions.weight[: 2 * n])
+
+    def _predict_from(self, h: torch.Tensor) -> torch.Tensor:
+        """Final LayerNorm and read-out at the x tokens: (B, 2N, n_embd) -> (B, N)."""
+        return self.read_out(self.ln_f(h[:, ::2])).squeeze(-1)
+
+    def hidden_states(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
+        """Residual stream (B, 2N, n_embd) after the embedding and after each block (n_layer + 1 entries)."""
+        h = self._embed(xs, ys)
+        states = [h]
+        for block in self.blocks:
+            h = block(h)
+            states.append(h)
+        return states
+
+    def layer_predictions(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
+        """Logit-lens predictions (B, N) read out after each block; the last is the model's output."""
+        return [self._predict_from(h) for h in self.hidden_states(xs, ys)[1:]]
+
+    def forward(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        """Predictions (B, N): preds[:, i] from (x_j, y_j), j < i, and x_i."""
+        return self._predict_from(self.hidden_states(xs, ys)[-1])

@@ -1,0 +1,157 @@
+"""Tests for the GPT-2-style in-context regression transformer."""
+from __future__ import annotations
+
+import pytest
+import torch
+from contract import assert_no_peek
+
+from icl_sim.models.gpt import GPT, SIZES
+from icl_sim.params import parameter_table
+
+DIM, POINTS = 4, 10
+
+
+def tiny(dim: int = DIM, points: int = POINTS, **config) -> GPT:
+    torch.manual_seed(0)
+    return GPT(dim, points, GPT.Config(**config))
+
+
+def prompt(batch: int = 3, n: int = POINTS, dim: int = DIM, dtype=torch.float32):
+    generator = torch.Generator().manual_seed(1)
+    xs = torch.randn(batch, n, dim, generator=generator, dtype=dtype)
+    ys = torch.randn(batch, n, generator=generator, dtype=dtype)
+    return xs, ys
+
+
+@pytest.mark.parametrize("n", [1, 7, POINTS])
+def test_shapes_and_layer_readouts(n):
+    model = tiny()
+    xs, ys = prompt(n=n)
+    preds = model(xs, ys)
+    assert preds.shape == (3, n)
+    layers = model.layer_predictions(xs, ys)
+    assert len(layers) == 3 and all(p.shape == (3, n) for p in layers)
+    torch.testing.assert_close(layers[-1], preds)
+    states = model.hidden_states(xs, ys)
+    assert len(states) == 4 and all(s.shape == (3, 2 * n, 64) for s in states)
+
+
+def test_dimension_one():
+    model = tiny(dim=1)
+    xs, ys = prompt(dim=1)
+    assert model(xs, ys).shape == (3, POINTS)
+
+
+def test_no_peek():
+    assert_no_peek(tiny(), *prompt(dtype=torch.float64), atol=1e-5)
+
+
+def test_uses_context():
+    """A positive control for the no-peek test: preds[:, 1] depends on y_0."""
+    model = tiny()
+    xs, ys = prompt()
+    changed = ys.clone()
+    changed[:, 0] += 5.0
+    assert (model.predict(xs, changed)[:, 1] - model.predict(xs, ys)[:, 1]).abs().min() > 1e-4
+
+
+def expected_parameters(dim: int, points: int, n_embd: int, n_layer: int) -> int:
+    """Closed-form count: read-in, positions, blocks (LN, qkv, proj, LN, MLP), final LN, read-out."""
+    block = 2 * n_embd + (3 * n_embd**2 + 3 * n_embd) + (n_embd**2 + n_embd) \
+        + 2 * n_embd + (4 * n_embd**2 + 4 * n_embd) + (4 * n_embd**2 + n_embd)
+    return (dim * n_embd + n_embd) + 2 * points * n_embd + n_layer * block + 2 * n_embd + (n_embd + 1)
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_parameter_counts(size):
+    n_embd, n_layer, n_head = SIZES[size]
+    model = GPT(20, 41, GPT.Config(size=size))
+    assert model.config.dims == (n_embd, n_layer, n_head)
+    assert len(model.blocks) == n_layer and model.blocks[0].attn.n_head == n_head
+    assert sum(p.numel() for p in model.parameters()) == expected_parameters(20, 41, n_embd, n_layer)
+
+
+def test_explicit_dimensions_override_size():
+    assert GPT.Config(size="standard", n_embd=32, n_head=4).dims == (32, 12, 4)
+
+
+def test_config_fields_have_help():
+    assert all(help_text for *_, help_text in parameter_table(GPT.Config))
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"size": "huge"}, "size"),
+    ({"n_embd": -1}, "n_embd"),
+    ({"n_embd": 1.5}, "n_embd"),
+    ({"n_layer": -2}, "n_layer"),
+    ({"n_layer": True}, "n_layer"),
+    ({"n_head": -1}, "n_head"),
+    ({"n_embd": 64, "n_head": 3}, "n_head"),
+    ({"dropout": -0.1}, "dropout"),
+    ({"dropout": 1.5}, "dropout"),
+    ({"dropout": float("nan")}, "dropout"),
+])
+def test_bad_config_raises(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        GPT.Config(**kwargs)
+
+
+@pytest.mark.parametrize("dim, points, name", [(0, 10, "dim"), (4, 0, "points"), (4.0, 10, "dim")])
+def test_bad_constructor_arguments_raise(dim, points, name):
+    with pytest.raises(ValueError, match=name):
+        GPT(dim, points, GPT.Config())
+
+
+def test_bad_prompts_raise():
+    model = tiny()
+    with pytest.raises(ValueError, match="points"):
+        model(*prompt(n=POINTS + 1))
+    with pytest.raises(ValueError, match="dim"):
+        model(*prompt(dim=DIM + 1))
+    xs, ys = prompt()
+    with pytest.raises(ValueError, match="ys"):
+        model(xs, ys[:, :-1])
+
+
+def test_init_is_deterministic_and_gpt2_scaled():
+    first, second = tiny(), tiny()
+    for (name, a), b in zip(first.state_dict().items(), second.state_dict().values()):
+        assert torch.equal(a, b), name
+    n_layer = len(first.blocks)
+    residual_std = first.blocks[0].mlp.proj.weight.std().item()
+    assert residual_std == pytest.approx(0.02 / (2 * n_layer) ** 0.5, rel=0.05)
+    assert first.blocks[0].mlp.fc.weight.std().item() == pytest.approx(0.02, rel=0.05)
+
+
+def test_dropout_only_in_training():
+    model = tiny(dropout=0.5)
+    xs, ys = prompt()
+    model.eval()
+    torch.testing.assert_close(model(xs, ys), model(xs, ys), rtol=0, atol=0)
+    model.train()
+    assert not torch.equal(model(xs, ys), model(xs, ys))
+
+
+def test_bfloat16_autocast():
+    model = tiny()
+    xs, ys = prompt()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        preds = model(xs, ys)
+    torch.testing.assert_close(preds.float(), model(xs, ys), atol=0.05, rtol=0.05)
+
+
+def test_training_lowers_loss():
+    """A tiny GPT fits a fixed batch of y = x . w (one shared w) with Adam."""
+    model = tiny()
+    generator = torch.Generator().manual_seed(2)
+    xs = torch.randn(32, POINTS, DIM, generator=generator)
+    ys = xs @ torch.randn(DIM, generator=generator)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    losses = []
+    for _ in range(100):
+        loss = ((model(xs, ys) - ys) ** 2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0] / 10, (losses[0], losses[-1])
