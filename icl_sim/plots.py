@@ -1,8 +1,9 @@
 """Figures from evaluation records (seaborn style, Agg canvas, atomic writes)."""
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from icl_sim.atomic import atomic_path
 
@@ -17,15 +18,9 @@ def plot_error_curves(records: Sequence[Mapping], path, *, title: str | None = N
     y label defaults to that metric's label.  ``trivial_level`` adds Garg et al.'s
     dashed "trivial (predict 0)" line.  Written atomically as PNG or PDF by suffix.
     """
-    import seaborn as sns
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     from icl_sim.evaluation import METRICS
 
-    path = Path(path)
-    if path.suffix.lower() not in FORMATS:
-        raise ValueError(f"path must end in one of {', '.join(FORMATS)}, got {str(path)!r}")
+    path = _check_path(path)
     if not records:
         raise ValueError("records must not be empty")
     metrics = {record["metric"] for record in records}
@@ -39,11 +34,8 @@ def plot_error_curves(records: Sequence[Mapping], path, *, title: str | None = N
     for record in records:
         curves.setdefault(record["predictor"], []).append(record)
 
-    with sns.axes_style("whitegrid"), sns.plotting_context("paper"):
-        figure = Figure(figsize=(5.5, 3.8), layout="constrained")
-        FigureCanvasAgg(figure)
-        axes = figure.add_subplot()
-        for color, (name, rows) in zip(sns.color_palette(n_colors=len(curves)), curves.items()):
+    with _figure(path, panels=1) as (axes,):
+        for color, (name, rows) in zip(_palette(len(curves)), curves.items()):
             rows = sorted(rows, key=lambda row: row["position"])
             positions = [row["position"] for row in rows]
             axes.plot(positions, [row["mean"] for row in rows], color=color, label=name)
@@ -56,6 +48,56 @@ def plot_error_curves(records: Sequence[Mapping], path, *, title: str | None = N
         if title is not None:
             axes.set_title(title)
         axes.legend(frameon=False)
+    return path
+
+
+def line_panels(path, x: Sequence[float], panels: Sequence[tuple[str, Mapping[str, Sequence[float]], Mapping[str, float]]],
+                *, xlabel: str, title: str | None = None) -> Path:
+    """Side-by-side panels of curves over a shared ``x`` (e.g. training steps).
+
+    Each panel is ``(ylabel, {label: values}, {label: level})``: solid curves and
+    dashed horizontal reference levels (e.g. a baseline's loss).
+    """
+    path = _check_path(path)
+    with _figure(path, panels=len(panels)) as axes_list:
+        for axes, (ylabel, curves, levels) in zip(axes_list, panels):
+            colors = _palette(len(curves) + len(levels))
+            for color, (label, values) in zip(colors, curves.items()):
+                axes.plot(x, values, color=color, label=label)
+            for color, (label, level) in zip(colors[len(curves):], levels.items()):
+                axes.axhline(level, color=color, linestyle="--", linewidth=1, label=label)
+            axes.set_xlabel(xlabel)
+            axes.set_ylabel(ylabel)
+            axes.legend(frameon=False)
+        if title is not None:
+            axes_list[0].figure.suptitle(title)
+    return path
+
+
+def _check_path(path) -> Path:
+    path = Path(path)
+    if path.suffix.lower() not in FORMATS:
+        raise ValueError(f"path must end in one of {', '.join(FORMATS)}, got {str(path)!r}")
+    return path
+
+
+def _palette(count: int) -> list:
+    import seaborn as sns
+
+    return sns.color_palette(n_colors=max(count, 1))
+
+
+@contextlib.contextmanager
+def _figure(path: Path, panels: int) -> Iterator[list]:
+    """A seaborn-styled figure of ``panels`` axes on its own Agg canvas, saved atomically on exit."""
+    import seaborn as sns
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    with sns.axes_style("whitegrid"), sns.plotting_context("paper"):
+        figure = Figure(figsize=(5.5 if panels == 1 else 4.2 * panels, 3.8), layout="constrained")
+        FigureCanvasAgg(figure)
+        axes = figure.subplots(1, panels, squeeze=False)[0].tolist()
+        yield axes
         with atomic_path(path) as temporary:
             figure.savefig(temporary, format=path.suffix.lower()[1:], dpi=150)
-    return path

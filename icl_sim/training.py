@@ -60,11 +60,11 @@ def training_batch(task: Task, config: TrainConfig, step: int, device: torch.dev
     return task.sample(config.batch_size, generator, points=points, active_dims=dims)
 
 
-def regression_loss(preds: torch.Tensor, ys: torch.Tensor, loss_on: str) -> torch.Tensor:
-    """Mean squared error at the last position or averaged over all positions."""
+def regression_loss(model, prompt: Prompt, loss_on: str) -> torch.Tensor:
+    """Mean squared error at the last position, or averaged over all positions."""
     if loss_on == "last":
-        return (preds[:, -1] - ys[:, -1]).square().mean()
-    return (preds - ys).square().mean()
+        return (model.last_prediction(prompt.xs, prompt.ys).float() - prompt.ys[:, -1]).square().mean()
+    return (model(prompt.xs, prompt.ys).float() - prompt.ys).square().mean()
 
 
 def _make_optimizer(model: InContextModel, config: TrainConfig) -> torch.optim.Optimizer:
@@ -77,11 +77,11 @@ def _rng_devices(device: torch.device) -> list[int]:
 
 
 def train(config: TrainConfig, run_dir, *, resume: bool = False, progress: bool = True,
-          on_step: Callable[[int, InContextModel], None] | None = None) -> InContextModel:
+          log_extra: Callable[[InContextModel], dict] | None = None) -> InContextModel:
     """Train ``config`` in ``run_dir`` (resuming its checkpoint if ``resume``) and return the model.
 
     A new run refuses a directory that already holds one, so nothing is overwritten.
-    ``on_step(step, model)`` is called after every optimiser step.  On Ctrl-C the
+    ``log_extra(model)`` may add measurements to every metrics record.  On Ctrl-C the
     current state is checkpointed before the interrupt propagates.
     """
     run_dir = Path(run_dir)
@@ -108,11 +108,11 @@ def train(config: TrainConfig, run_dir, *, resume: bool = False, progress: bool 
         else:
             run_dir.mkdir(parents=True, exist_ok=True)
             save_config(run_dir, config)
-        _run_steps(model, optimizer, scheduler, task, config, run_dir, device, start, progress, on_step)
+        _run_steps(model, optimizer, scheduler, task, config, run_dir, device, start, progress, log_extra)
     return model.eval()
 
 
-def _run_steps(model, optimizer, scheduler, task, config, run_dir, device, start, progress, on_step):
+def _run_steps(model, optimizer, scheduler, task, config, run_dir, device, start, progress, log_extra):
     forward = torch.compile(model) if config.compile else model
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if (device.type == "cuda" and config.amp) \
         else contextlib.nullcontext()
@@ -137,8 +137,7 @@ def _run_steps(model, optimizer, scheduler, task, config, run_dir, device, start
             prompt = training_batch(task, config, step, device)
             torch.manual_seed(derive_seed(config.seed, "dropout", step))
             with autocast:
-                preds = forward(prompt.xs, prompt.ys)
-            loss = regression_loss(preds.float(), prompt.ys, config.loss_on)
+                loss = regression_loss(forward, prompt, config.loss_on)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if config.grad_clip:
@@ -151,6 +150,8 @@ def _run_steps(model, optimizer, scheduler, task, config, run_dir, device, start
                 mean = finite_window_mean(done)
                 record = {"step": done, "loss": mean, "lr": scheduler.get_last_lr()[0],
                           "points": prompt.points, "active_dims": _active_dims(config, task, step)}
+                if log_extra is not None:
+                    record.update(log_extra(model))
                 with open(run_dir / METRICS_FILE, "a") as metrics:
                     metrics.write(json.dumps(record) + "\n")
                 bar.set_postfix(loss=f"{mean:.4g}")
@@ -159,8 +160,6 @@ def _run_steps(model, optimizer, scheduler, task, config, run_dir, device, start
                 finite_window_mean(done)
                 checkpoint(done)
             bar.update(1)
-            if on_step is not None:
-                on_step(done, model)
     except KeyboardInterrupt:
         if math.isfinite(window_loss.item()):
             checkpoint(completed)

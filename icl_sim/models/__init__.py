@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from icl_sim.models.base import InContextModel
+from icl_sim.models.gpt import GPT
 from icl_sim.models.lsa import LinearSelfAttention
 
-MODELS = {"lsa": LinearSelfAttention}
+MODELS = {"lsa": LinearSelfAttention, "gpt": GPT}
 
 
 def build_model(name: str, dim: int, points: int, **params) -> InContextModel:
@@ -19,4 +20,4 @@ def build_model(name: str, dim: int, points: int, **params) -> InContextModel:
     return model_class(dim, points, config)
 
 
-__all__ = ["MODELS", "InContextModel", "LinearSelfAttention", "build_model"]
+__all__ = ["GPT", "MODELS", "InContextModel", "LinearSelfAttention", "build_model"]

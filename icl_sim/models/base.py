@@ -22,6 +22,10 @@ class InContextModel(nn.Module, abc.ABC):
     def forward(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         return self.layer_predictions(xs, ys)[-1]
 
+    def last_prediction(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        """The prediction at the final position (B,); models may compute it more cheaply than all of them."""
+        return self(xs, ys)[:, -1]
+
     @torch.no_grad()
     def predict(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """Predictor contract: evaluation mode, any input device/dtype, output like ``xs``."""

@@ -1,0 +1,226 @@
+"""The ``icl-sim`` command line: tasks, train, eval and paper reproductions.
+
+Every bad input ends in one line ``Error: ...`` and exit status 2, never a traceback.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+import click
+
+from icl_sim.config import DEVICES, LOSS_POSITIONS, OPTIMIZERS, SCHEDULES, Curriculum, TrainConfig
+from icl_sim.models import MODELS
+from icl_sim.params import parameter_table, parse_parameters
+from icl_sim.tasks import TASKS, make_task
+
+# The model parameter that ``--layers`` sets, per model family.
+LAYER_PARAMETER = {"lsa": "layers", "gpt": "n_layer"}
+# Theory papers train LSA on the final query; Garg et al. train GPT on every position.
+DEFAULT_LOSS_ON = {"lsa": "last", "gpt": "all"}
+
+
+class OneLineErrors(click.Group):
+    """A click group that reports every usage error, and every ValueError, as a single line."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except ValueError as error:
+            raise click.UsageError(str(error)) from None
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.ClickException as error:
+            if not standalone_mode:
+                raise
+            click.echo(f"Error: {error.format_message()}", err=True)
+            sys.exit(error.exit_code)
+        except click.Abort:
+            if not standalone_mode:
+                raise
+            click.echo("Aborted.", err=True)
+            sys.exit(130)
+        if standalone_mode:
+            sys.exit(result if isinstance(result, int) else 0)
+        return result
+
+
+def parse_curriculum(ctx, param, text):
+    """``START:INCREMENT:INTERVAL`` -> Curriculum (Garg et al.: dims 5:1:2000, points 11:2:2000)."""
+    if text is None:
+        return None
+    try:
+        start, increment, interval = (int(part) for part in text.split(":"))
+    except ValueError:
+        raise click.BadParameter(f"expected START:INCREMENT:INTERVAL integers, got {text!r}") from None
+    try:
+        return Curriculum(start, increment, interval)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="icl-sim")
+def cli():
+    """icl-sim: train in-context learners and compare them with the algorithms theory predicts."""
+
+
+@cli.command("tasks")
+def tasks_command():
+    """List every task family with its parameters and defaults."""
+    for name, task_class in TASKS.items():
+        click.echo(f"{name}  (metric: {task_class.metric})")
+        click.echo(f"    {(task_class.__doc__ or '').strip().splitlines()[0]}")
+        for parameter, type_name, default, help_text in parameter_table(task_class):
+            click.echo(f"    {parameter:<18} {type_name:<24} default {default!r:<10} {help_text}")
+    click.echo("Set any of these with  icl-sim train --task NAME --task-param KEY=VALUE")
+
+
+TRAIN_DEFAULTS = TrainConfig()
+
+
+@cli.command("train")
+@click.option("--task", default=TRAIN_DEFAULTS.task, show_default=True, help="task family (see `icl-sim tasks`)")
+@click.option("--model", type=click.Choice(sorted(MODELS)), default="lsa", show_default=True)
+@click.option("--dim", type=click.IntRange(min=1), help="input dimension d (task parameter `dim`)")
+@click.option("--points", type=click.IntRange(min=1), help="points per prompt N, query included")
+@click.option("--layers", type=click.IntRange(min=1), help="number of layers (lsa: layers, gpt: n_layer)")
+@click.option("--steps", type=click.IntRange(min=1), default=TRAIN_DEFAULTS.steps, show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=TRAIN_DEFAULTS.batch_size, show_default=True)
+@click.option("--lr", type=float, default=TRAIN_DEFAULTS.lr, show_default=True, help="peak learning rate")
+@click.option("--optimizer", type=click.Choice(OPTIMIZERS), default=TRAIN_DEFAULTS.optimizer, show_default=True)
+@click.option("--weight-decay", type=float, default=TRAIN_DEFAULTS.weight_decay, show_default=True)
+@click.option("--schedule", type=click.Choice(SCHEDULES), default=TRAIN_DEFAULTS.schedule, show_default=True,
+              help="after warm-up: constant, or cosine decay to 0")
+@click.option("--warmup-steps", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--grad-clip", type=float, default=0.0, show_default=True, help="max gradient norm (0 = off)")
+@click.option("--loss-on", type=click.Choice(LOSS_POSITIONS), help="positions in the loss [lsa: last, gpt: all]")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True)
+@click.option("--amp/--no-amp", default=True, show_default=True, help="bf16 autocast on CUDA (ignored on CPU)")
+@click.option("--compile/--no-compile", "compile_model", default=False, show_default=True, help="torch.compile")
+@click.option("--curriculum-dims", callback=parse_curriculum, metavar="START:INC:EVERY",
+              help="grow the active dimensions (Garg et al.: 5:1:2000)")
+@click.option("--curriculum-points", callback=parse_curriculum, metavar="START:INC:EVERY",
+              help="grow the prompt length (Garg et al.: 11:2:2000)")
+@click.option("--task-param", "task_params", multiple=True, metavar="KEY=VALUE",
+              help="any task parameter, e.g. noise=0.5 (repeatable)")
+@click.option("--model-param", "model_params", multiple=True, metavar="KEY=VALUE",
+              help="any model parameter, e.g. size=small (repeatable)")
+@click.option("--log-every", type=click.IntRange(min=1), default=TRAIN_DEFAULTS.log_every, show_default=True)
+@click.option("--checkpoint-every", type=click.IntRange(min=1), default=TRAIN_DEFAULTS.checkpoint_every,
+              show_default=True)
+@click.option("--out", "run_dir", required=True, type=click.Path(file_okay=False), help="run directory")
+@click.option("--resume", is_flag=True, help="continue the run saved in --out (other options must not be given, "
+              "except --steps to extend it and --device)")
+@click.option("--progress/--no-progress", default=True, show_default=True)
+def train_command(run_dir, resume, progress, **options):
+    """Train a model on a task; writes config.json, checkpoint.pt and metrics.jsonl to --out."""
+    from icl_sim.run_io import load_config
+    from icl_sim.training import TrainingDiverged, train
+
+    ctx = click.get_current_context()
+    if resume:
+        config = _resumed_config(ctx, load_config(run_dir), options)
+    else:
+        config = _config_from_options(options)
+    try:
+        train(config, run_dir, resume=resume, progress=progress)
+    except TrainingDiverged as error:
+        click.echo(f"Error: {error}", err=True)
+        sys.exit(1)
+    click.echo(f"trained {config.model} on {config.task} for {config.steps} steps -> {run_dir}")
+
+
+def _config_from_options(options) -> TrainConfig:
+    task_class = TASKS.get(options["task"])
+    if task_class is None:
+        raise ValueError(f"task must be one of {', '.join(TASKS)}; got {options['task']!r}")
+    task_params = parse_parameters(task_class, options["task_params"])
+    for name in ("dim", "points"):
+        if options[name] is not None:
+            task_params[name] = options[name]
+    make_task(options["task"], **task_params)  # validate now, before a run directory is made
+    model = options["model"]
+    model_params = parse_parameters(MODELS[model].Config, options["model_params"])
+    if options["layers"] is not None:
+        model_params[LAYER_PARAMETER[model]] = options["layers"]
+    MODELS[model].Config(**model_params)
+    return TrainConfig(
+        task=options["task"], task_params=task_params, model=model, model_params=model_params,
+        steps=options["steps"], batch_size=options["batch_size"], lr=options["lr"], optimizer=options["optimizer"],
+        weight_decay=options["weight_decay"], schedule=options["schedule"], warmup_steps=options["warmup_steps"],
+        grad_clip=options["grad_clip"], loss_on=options["loss_on"] or DEFAULT_LOSS_ON[model], seed=options["seed"],
+        device=options["device"], amp=options["amp"], compile=options["compile_model"],
+        curriculum_dims=options["curriculum_dims"], curriculum_points=options["curriculum_points"],
+        log_every=options["log_every"], checkpoint_every=options["checkpoint_every"],
+    )
+
+
+def _resumed_config(ctx, saved: TrainConfig, options) -> TrainConfig:
+    """The saved config, with only --steps (to extend) and --device taken from the command line."""
+    given = [name for name in options
+             if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT]
+    forbidden = sorted(set(given) - {"steps", "device"})
+    if forbidden:
+        raise ValueError(f"--resume continues the saved config; do not pass --{forbidden[0].replace('_', '-')}")
+    changes = {name: options[name] for name in given}
+    return dataclasses.replace(saved, **changes)
+
+
+@cli.command("eval")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--num-prompts", type=click.IntRange(min=2), default=1280, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="evaluation seed")
+@click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True)
+def eval_command(run_dir, num_prompts, seed, device):
+    """Compare a trained run with its task's baselines: RUN_DIR/eval/results.{csv,json}, error_curve.png."""
+    from icl_sim.reports import evaluate_run, final_position_summary
+
+    records, paths = evaluate_run(run_dir, num_prompts=num_prompts, seed=seed, device=device)
+    click.echo("error at the last position (mean [95% bootstrap interval]):")
+    for line in final_position_summary(records):
+        click.echo(f"  {line}")
+    for kind, path in paths.items():
+        click.echo(f"{kind}: {path}")
+
+
+@cli.group("repro", cls=OneLineErrors)
+def repro_group():
+    """Reproduce paper results end to end."""
+
+
+@repro_group.command("list")
+def repro_list():
+    """List the reproducible papers."""
+    from icl_sim.paper_repro import REPRODUCTIONS
+
+    for name, reproduction in REPRODUCTIONS.items():
+        click.echo(f"{name:<22} {reproduction.TITLE}")
+
+
+@repro_group.command("run")
+@click.argument("name")
+@click.option("--scale", type=click.Choice(["quick", "full"]), default="quick", show_default=True,
+              help="quick: CPU minutes; full: the paper's settings")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="output directory [runs/NAME-SCALE]")
+@click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True)
+@click.option("--progress/--no-progress", default=True, show_default=True)
+def repro_run(name, scale, out_dir, device, progress):
+    """Run reproduction NAME: figures, results table and checks.json; exit 1 if a check fails."""
+    from icl_sim.paper_repro import run_reproduction
+
+    out_dir = out_dir or f"runs/{name}-{scale}"
+    checks = run_reproduction(name, scale, out_dir, device=device, progress=progress)
+    for check in checks:
+        click.echo(check.summary())
+    failed = [check for check in checks if not check.passed]
+    click.echo(f"{len(checks) - len(failed)} of {len(checks)} checks passed; results in {out_dir}")
+    if failed:
+        sys.exit(1)
+
+
+def main():
+    cli.main(prog_name="icl-sim")
