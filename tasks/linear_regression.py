@@ -1,6 +1,7 @@
 """Linear regression in context: y = wᵀx + ε with configurable x law, covariance, prior and pool."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -53,9 +54,15 @@ class LinearRegression:
         check_float("x_bound", self.x_bound, 0.0, strict=True)
         check_float("condition_number", self.condition_number, 1.0)
         if self.spectrum is not None:
-            object.__setattr__(self, "spectrum", tuple(float(v) for v in self.spectrum))
-            if len(self.spectrum) != self.dim or min(self.spectrum) <= 0:
-                raise ValueError(f"spectrum must hold dim={self.dim} positive eigenvalues, got {self.spectrum}")
+            try:
+                values = tuple(float(v) for v in self.spectrum)
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"spectrum must be a sequence of dim={self.dim} numbers, got {self.spectrum!r}") from None
+            object.__setattr__(self, "spectrum", values)
+            # isfinite rejects NaN and inf (the old `min(spectrum) <= 0` let NaN through).
+            if len(values) != self.dim or not all(math.isfinite(v) and v > 0 for v in values):
+                raise ValueError(f"spectrum must hold dim={self.dim} positive finite eigenvalues, got {values}")
             if self.condition_number != 1.0:
                 raise ValueError("give either spectrum or condition_number, not both")
         check_int("pool_size", self.pool_size, 0)
