@@ -131,7 +131,7 @@ def _run_steps(model, optimizer, scheduler, task, config, run_dir, device, start
 
     model.train()
     bar = tqdm(total=config.steps, initial=start, disable=not progress, desc="train", dynamic_ncols=True)
-    completed = start
+    completed = settled = start  # optimiser steps taken; steps fully logged and checkpointed
     try:
         for step in range(start, config.steps):
             prompt = training_batch(task, config, step, device)
@@ -160,8 +160,10 @@ def _run_steps(model, optimizer, scheduler, task, config, run_dir, device, start
                 finite_window_mean(done)
                 checkpoint(done)
             bar.update(1)
+            settled = done
     except KeyboardInterrupt:
-        if math.isfinite(window_loss.item()):
+        # Only a state whose metrics are all written is saved; otherwise resume from the last checkpoint.
+        if completed == settled and math.isfinite(window_loss.item()):
             checkpoint(completed)
         raise
     finally:
