@@ -51,8 +51,10 @@ def plot_error_curves(records: Sequence[Mapping], path, *, title: str | None = N
     return path
 
 
-def line_panels(path, x: Sequence[float], panels: Sequence[tuple[str, Mapping[str, Sequence[float]], Mapping[str, float]]],
-                *, xlabel: str, title: str | None = None) -> Path:
+Panel = tuple[str, Mapping[str, Sequence[float]], Mapping[str, float]]
+
+
+def line_panels(path, x: Sequence[float], panels: Sequence[Panel], *, xlabel: str, title: str | None = None) -> Path:
     """Side-by-side panels of curves over a shared ``x`` (e.g. training steps).
 
     Each panel is ``(ylabel, {label: values}, {label: level})``: solid curves and

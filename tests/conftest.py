@@ -1,5 +1,17 @@
 import sys
 from pathlib import Path
 
+import pytest
+import torch
+
 # make tests/contract.py importable as `contract`
 sys.path.insert(0, str(Path(__file__).parent))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def one_thread():
+    """One CPU thread: the test models are tiny, and with two threads a busy core stalls every kernel."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

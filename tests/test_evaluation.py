@@ -105,8 +105,10 @@ def test_bootstrap_rejects_bad_input():
 
 def test_same_seed_same_records_different_seed_different():
     task = LinearRegression(dim=4, points=6, noise=0.1)
-    run = lambda seed: evaluate({"Zero": Zero()}, task, num_prompts=300, batch_size=128, seed=seed,
-                                bootstrap=200)
+
+    def run(seed):
+        return evaluate({"Zero": Zero()}, task, num_prompts=300, batch_size=128, seed=seed, bootstrap=200)
+
     first = run(0)
     assert first == run(0)
     assert [r["mean"] for r in first] != [r["mean"] for r in run(1)]

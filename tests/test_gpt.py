@@ -11,15 +11,6 @@ from icl_sim.params import parameter_table
 DIM, POINTS = 4, 10
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Run on one CPU thread: these models are too small to gain from more, and a busy core stalls them."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def tiny(dim: int = DIM, points: int = POINTS, **config) -> GPT:
     """A seeded model, tiny unless ``config`` says otherwise."""
     torch.manual_seed(0)

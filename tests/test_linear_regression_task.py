@@ -22,15 +22,6 @@ from icl_sim.tasks.linear_regression import _haar_rotation
 Z = 5.0  # standard errors allowed for one Monte Carlo statistic
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """One CPU thread: the tensors are small, and a busy second core would only add jitter."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def draw(task: LinearRegression, batch: int, seed: int = 0, **options):
     """A float64 prompt from the eval stream, as numpy arrays (xs, ys, w, covariance)."""
     options.setdefault("dtype", torch.float64)

@@ -23,7 +23,8 @@ def token_level_reference(model, xs, ys):
             mask = torch.eye(i + 1, dtype=xs.dtype)
             mask[i, i] = 0  # the query is not a key
             for layer in range(layers):
-                Z = Z + sum(value[layer, h] @ Z @ mask @ Z.T @ key_query[layer, h] @ Z for h in range(heads)) / max(i, 1)
+                attention = sum(value[layer, h] @ Z @ mask @ Z.T @ key_query[layer, h] @ Z for h in range(heads))
+                Z = Z + attention / max(i, 1)
                 out[layer, b, i] = -Z[-1, -1]
     return out
 

@@ -46,10 +46,12 @@ def test_same_config_gives_identical_models(tmp_path):
     first = parameters(train(tiny_config(), tmp_path / "a", progress=False))
     second = parameters(train(tiny_config(), tmp_path / "b", progress=False))
     assert_identical(first, second)
-    assert not torch.equal(first["value"], parameters(train(tiny_config(seed=1), tmp_path / "c", progress=False))["value"])
+    other_seed = parameters(train(tiny_config(seed=1), tmp_path / "c", progress=False))
+    assert not torch.equal(first["value"], other_seed["value"])
 
 
-@pytest.mark.parametrize("model, model_params", [("lsa", {"layers": 2}), ("gpt", {"n_layer": 1, "n_embd": 16, "n_head": 2, "dropout": 0.1})])
+@pytest.mark.parametrize("model, model_params", [
+    ("lsa", {"layers": 2}), ("gpt", {"n_layer": 1, "n_embd": 16, "n_head": 2, "dropout": 0.1})])
 def test_resume_after_ctrl_c_is_bit_identical(tmp_path, model, model_params):
     config = tiny_config(model=model, model_params=model_params, loss_on="all")
     reference = parameters(train(config, tmp_path / "straight", progress=False))

@@ -28,7 +28,8 @@ class GPTConfig:
     """Architecture of a :class:`GPT`; explicit dimensions override the named size."""
 
     size: str = dataclasses.field(
-        default="tiny", metadata={"help": f"preset (n_embd, n_layer, n_head): {', '.join(f'{k}={v}' for k, v in SIZES.items())}"})
+        default="tiny",
+        metadata={"help": f"preset (n_embd, n_layer, n_head): {', '.join(f'{k}={v}' for k, v in SIZES.items())}"})
     n_embd: int = dataclasses.field(default=0, metadata={"help": "embedding width; 0 takes it from size"})
     n_layer: int = dataclasses.field(default=0, metadata={"help": "number of transformer blocks; 0 takes it from size"})
     n_head: int = dataclasses.field(default=0, metadata={"help": "attention heads per block; 0 takes it from size"})
