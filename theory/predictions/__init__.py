@@ -1,0 +1,8 @@
+"""Theoretical predictions, each with a derivation and a numerical check: ``PREDICTIONS[name]``."""
+from __future__ import annotations
+
+from icl_sim.theory.predictions.base import Comparison, Prediction, Step, exact, monte_carlo
+
+PREDICTIONS: dict[str, Prediction] = {}
+
+__all__ = ["PREDICTIONS", "Comparison", "Prediction", "Step", "exact", "monte_carlo"]
