@@ -6,8 +6,7 @@ import pytest
 import torch
 
 from contract import assert_no_peek
-from icl_sim.theory import GD, KNN, OLS, Averaging, Ridge, Zero
-from icl_sim.theory import baselines
+from icl_sim.theory import GD, KNN, OLS, Averaging, Ridge, Zero, baselines
 
 
 def prompt(batch=6, points=14, dim=5, seed=0, noise=0.1):
@@ -130,8 +129,8 @@ def test_one_gd_step_is_scaled_average():
     lr, sums = 0.7, torch.cumsum(ys[..., None] * xs, dim=1)  # sums[:, j] = Σ_{l<=j} y_l x_l
     i = torch.arange(1, xs.shape[1])
     expected = torch.zeros_like(ys)
-    expected[:, i] = lr / i * (sums[:, i - 1] * xs[:, i]).sum(-1)
-    torch.testing.assert_close(GD(1, lr).predict(xs, ys), expected, rtol=1e-14, atol=1e-15)
+    expected[:, i] = lr / i.double() * (sums[:, i - 1] * xs[:, i]).sum(-1)
+    torch.testing.assert_close(GD(1, lr).predict(xs, ys), expected, rtol=1e-14, atol=1e-14)
 
 
 def test_gd_with_many_small_steps_approaches_ols():
