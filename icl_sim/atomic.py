@@ -16,6 +16,7 @@ def atomic_path(path):
     os.close(handle)
     try:
         yield Path(temporary)
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
         os.replace(temporary, path)
     finally:
         if os.path.exists(temporary):
@@ -26,3 +27,9 @@ def write_text(path, text: str) -> None:
     """Atomically replace ``path`` with ``text``."""
     with atomic_path(path) as temporary:
         temporary.write_text(text)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -222,5 +222,95 @@ def repro_run(name, scale, out_dir, device, progress):
         sys.exit(1)
 
 
+@repro_group.command("gallery")
+@click.option("--figures", "figures_dir", type=click.Path(file_okay=False), default="figures", show_default=True)
+@click.option("--runs", "runs_dir", type=click.Path(file_okay=False), default="runs", show_default=True)
+@click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True)
+def repro_gallery(figures_dir, runs_dir, device):
+    """Regenerate the README gallery: every reproduction at quick scale, figures copied to --figures."""
+    import shutil
+    from pathlib import Path
+
+    from icl_sim.atomic import atomic_path
+    from icl_sim.paper_repro import REPRODUCTIONS, run_reproduction
+
+    for name in REPRODUCTIONS:
+        out_dir = Path(runs_dir) / f"{name}-quick"
+        checks = run_reproduction(name, "quick", out_dir, device=device, progress=False)
+        with atomic_path(Path(figures_dir) / f"{name}.png") as temporary:
+            shutil.copyfile(out_dir / "figure.png", temporary)
+        click.echo(f"{name}: {sum(c.passed for c in checks)} of {len(checks)} checks passed")
+
+
+@cli.group("theory", cls=OneLineErrors)
+def theory_group():
+    """Theoretical predictions: list them, show their derivations, verify them numerically."""
+
+
+@theory_group.command("list")
+def theory_list():
+    """Every prediction with its source."""
+    from icl_sim.theory.predictions import PREDICTIONS
+
+    for prediction in PREDICTIONS.values():
+        click.echo(f"{prediction.name:<30} {prediction.summary}")
+        click.echo(f"{'':<30} source: {prediction.source}")
+
+
+@theory_group.command("show")
+@click.argument("name")
+@click.option("--latex", is_flag=True, help="print LaTeX instead of pretty-printed formulas")
+def theory_show(name, latex):
+    """The derivation of prediction NAME, step by step, ending with the final formula."""
+    import sympy
+
+    prediction = _prediction(name)
+    click.echo(f"{prediction.name}: {prediction.summary}\nsource: {prediction.source}\n")
+    for number, step in enumerate(prediction.derive(), start=1):
+        rendered = sympy.latex(step.expression) if latex else sympy.pretty(step.expression, use_unicode=True)
+        click.echo(f"({number}) {step.label}\n{rendered}\n")
+
+
+@theory_group.command("verify")
+@click.argument("names", nargs=-1)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
+def theory_verify(names, seed, as_json):
+    """Check predictions NAMES (default: all) against Monte Carlo; exit 1 if any fails."""
+    import json
+    import time
+
+    from icl_sim.theory.predictions import PREDICTIONS
+
+    selected = [_prediction(name) for name in names] or list(PREDICTIONS.values())
+    results = []
+    for prediction in selected:
+        start = time.perf_counter()
+        comparisons = [comparison.as_dict() for comparison in prediction.verify(seed)]
+        results.append({"name": prediction.name, "source": prediction.source,
+                        "passed": all(c["passed"] for c in comparisons),
+                        "seconds": round(time.perf_counter() - start, 3), "comparisons": comparisons})
+    passed = all(result["passed"] for result in results)
+    if as_json:
+        click.echo(json.dumps({"passed": passed, "seed": seed, "predictions": results}, indent=2))
+    else:
+        for result in results:
+            click.echo(f"[{'PASS' if result['passed'] else 'FAIL'}] {result['name']} ({result['seconds']:.1f} s)")
+            for c in result["comparisons"]:
+                click.echo(f"    {'ok  ' if c['passed'] else 'FAIL'} {c['quantity']}: formula {c['formula']:.6g}, "
+                           f"estimate {c['estimate']:.6g} ± {c['standard_error']:.2g} (tolerance {c['tolerance']:.2g})")
+        click.echo(f"{sum(r['passed'] for r in results)} of {len(results)} predictions verified")
+    if not passed:
+        sys.exit(1)
+
+
+def _prediction(name):
+    from icl_sim.theory.predictions import PREDICTIONS
+
+    if name not in PREDICTIONS:
+        raise ValueError(f"prediction must be one of {', '.join(PREDICTIONS)}; got {name!r}")
+    return PREDICTIONS[name]
+
+
 def main():
     cli.main(prog_name="icl-sim")
