@@ -62,7 +62,13 @@ class Averaging(LinearBaseline):
 
 
 class GD(LinearBaseline):
-    """``steps`` GD steps from w = 0 on (1/2i) Σ_{j<i} (wᵀx_j − y_j)², as linear attention does."""
+    """``steps`` GD steps from w = 0 on (1/2i) Σ_{j<i} (wᵀx_j − y_j)², as linear attention does.
+
+    The step is w ← w − lr·(G_i w − b_i)/i (von Oswald et al. 2023, arXiv 2212.07677, Prop. 1:
+    one linear self-attention layer is one such step), so one step gives (lr/i) Σ_{j<i} y_j x_j.
+    ``weights`` runs the iteration; ``closed_form_weights`` evaluates
+    w_k = (I − (I − (lr/i) G_i)^k) G_i⁺ b_i directly.
+    """
 
     def __init__(self, steps: int, lr: float):
         check_int("steps", steps, 0)
@@ -76,6 +82,29 @@ class GD(LinearBaseline):
             w = w - self.lr * ((gram @ w[..., None]).squeeze(-1) - moment)
         return w
 
+    def closed_form_weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        """w_k = (I − (I − lr Ĝ_i)^k) Ĝ_i⁺ b̂_i with Ĝ_i = G_i/i, b̂_i = b_i/i, (B, N, d) float64.
+
+        Evaluated in the eigenbasis Ĝ_i = V diag(λ) Vᵀ as V diag(f(λ)) Vᵀ b̂_i with
+        f(λ) = (1 − (1 − lr λ)^k)/λ = lr Σ_{m<k} (1 − lr λ)^m, whose value at λ = 0 is k·lr.
+        b̂_i lies in the range of Ĝ_i, so what f does on the null space does not matter
+        (rounding leaves |λ| ~ eps there and f stays bounded by k·lr).  For lr·λ < 1/2,
+        f = −expm1(k·log1p(−lr λ))/λ avoids cancellation when lr λ is tiny.
+        """
+        xs, ys = as_float64(xs, ys)
+        gram, moment = prefix_mean(outer_products(xs)), prefix_mean(label_moments(xs, ys))
+        lam, vecs = torch.linalg.eigh(gram)
+        step, k = self.lr * lam, float(self.steps)
+        small = step < 0.5
+        safe_small = torch.where(small, step, 0.0)
+        ratio = torch.where(lam == 0, 1.0, lam)
+        from_log = -torch.expm1(k * torch.log1p(-safe_small)) / ratio
+        direct = (1 - (1 - step) ** self.steps) / ratio
+        f = torch.where(small, from_log, direct)
+        f = torch.where(step == 0, k * self.lr, f)
+        coeffs = f * (vecs.mT @ moment[..., None]).squeeze(-1)
+        return (vecs @ coeffs[..., None]).squeeze(-1)
+
 
 class Ridge(LinearBaseline):
     """w_i = (G_i + lam I)⁻¹ b_i, the Bayes-optimal predictor under a Gaussian prior (lam = σ²/τ²)."""
@@ -83,6 +112,18 @@ class Ridge(LinearBaseline):
     def __init__(self, lam: float):
         check_float("lam", lam, 0.0, strict=True)
         self.lam = lam
+
+    @classmethod
+    def bayes_optimal(cls, noise: float, prior_scale: float) -> Ridge:
+        """Ridge(noise²/prior_scale²): the posterior mean for w ~ N(0, prior_scale² I), y = wᵀx + N(0, noise²).
+
+        ``noise`` is the label-noise standard deviation and ``prior_scale`` the standard deviation
+        of each entry of w (Akyürek et al. 2023, arXiv 2211.15661; Raventós et al. 2023,
+        arXiv 2306.15063).  noise = 0 is rejected: its limit is OLS (min-norm), not a Ridge.
+        """
+        check_float("noise", noise, 0.0, strict=True)
+        check_float("prior_scale", prior_scale, 0.0, strict=True)
+        return cls(noise ** 2 / prior_scale ** 2)
 
     def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         eye = torch.eye(xs.shape[-1], dtype=xs.dtype, device=xs.device)

@@ -1,0 +1,235 @@
+"""Iterative in-context algorithms that transformers have been shown (or argued) to implement.
+
+Same contract as ``icl_sim.theory.baselines``: ``predict(xs, ys)`` takes xs (B, N, d) and
+ys (B, N), computes in float64 on the device of ``xs`` and predicts position i from the
+context points j < i and the query x_i.  Every prefix is handled at once from prefix
+statistics; the only Python loops run over algorithm steps (and, for recursive least
+squares, over positions, because the recursion over positions *is* that algorithm).
+
+Notation: G_i = Σ_{j<i} x_j x_jᵀ, b_i = Σ_{j<i} y_j x_j, Ĝ_i = G_i/i, b̂_i = b_i/i (0 at i = 0).
+"""
+from __future__ import annotations
+
+import torch
+
+from icl_sim.validation import check_float, check_int
+
+from .baselines import Baseline, LinearBaseline
+from .prefix import label_moments, outer_products, prefix_mean, prefix_sum
+
+
+def _matvec(matrix: torch.Tensor, vector: torch.Tensor) -> torch.Tensor:
+    return (matrix @ vector[..., None]).squeeze(-1)
+
+
+def _float64_matrix(name: str, value, ndim: int) -> torch.Tensor:
+    """A finite float64 tensor with ``ndim`` dimensions, else ValueError naming ``name``."""
+    if not isinstance(value, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if value.ndim != ndim or value.numel() == 0:
+        raise ValueError(f"{name} must be a non-empty {ndim}-d tensor, got shape {tuple(value.shape)}")
+    if value.is_complex() or not torch.isfinite(value).all():
+        raise ValueError(f"{name} must be real and finite")
+    return value.detach().to(torch.float64)
+
+
+def _check_dim(name: str, value: torch.Tensor, d: int) -> None:
+    if value.shape[-1] != d:
+        raise ValueError(f"{name} has last dimension {value.shape[-1]}, but xs has d = {d}")
+
+
+class PreconditionedGD(LinearBaseline):
+    """``steps`` steps of w ← w − lr·P·(G_i w − b_i)/i from w = 0, per prefix.
+
+    One step gives (lr/i)·P·Σ_{j<i} y_j x_j: the same convention as ``GD``, which is the case
+    P = I.  One linear self-attention layer trained on non-isotropic x implements one such
+    step with a learned P (Ahn et al. 2023, arXiv 2306.00297; Mahankali et al. 2023,
+    arXiv 2307.03576).  ``preconditioner`` is a (d, d) tensor, not necessarily symmetric.
+    """
+
+    def __init__(self, steps: int, lr: float, preconditioner: torch.Tensor):
+        check_int("steps", steps, 0)
+        check_float("lr", lr)
+        preconditioner = _float64_matrix("preconditioner", preconditioner, 2)
+        if preconditioner.shape[0] != preconditioner.shape[1]:
+            raise ValueError(f"preconditioner must be square (d, d), got {tuple(preconditioner.shape)}")
+        self.steps, self.lr, self.preconditioner = steps, lr, preconditioner
+
+    def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        _check_dim("preconditioner", self.preconditioner, xs.shape[-1])
+        p = self.preconditioner.to(xs.device)
+        gram, moment = prefix_mean(outer_products(xs)), prefix_mean(label_moments(xs, ys))
+        w = torch.zeros_like(moment)
+        for _ in range(self.steps):
+            w = w - self.lr * _matvec(p, _matvec(gram, w) - moment)
+        return w
+
+
+class GDPlusPlus(LinearBaseline):
+    """GD++ (von Oswald et al. 2023, arXiv 2212.07677, Sec. 4): GD steps on inputs that are
+    themselves transformed, step by step, by x ← (I − γ Ĝ) x.
+
+    Token-level definition (what ``tests/test_algorithms.py`` loops over literally): for
+    position i the tokens are the context (x_j, y_j), j < i, and the query (x_i, 0).  Each of
+    the ``steps`` layers reads its input tokens and updates *all* of them at once, the query
+    included (the attention reads keys/values from the context tokens only and adds its
+    output to every token, as in the authors' code, google-research/self-organising-systems,
+    transformers_learn_icl_by_gd/src/transformer.py: ``h = h + attn(h, key=h[:, :-1])``):
+
+        Ĝ = (1/i) Σ_{j<i} x_j x_jᵀ,   m = (1/i) Σ_{j<i} r_j x_j        (r_j: y-entry of token j)
+        x ← x − γ Ĝ x                                         (every token, query included)
+        r ← r − lr · mᵀx                                      (every token; query's starts at 0)
+
+    and the prediction is minus the query's y-entry.  Both updates use the layer's input x
+    (simultaneous, as in one attention layer).  Normalisation: the paper writes
+    x ← (I − γ X Xᵀ) x with the un-normalised sum for a fixed context size; with prefixes of
+    every size we divide by i, so γ, like lr, is per point and γ = 0 is exactly ``GD``.
+
+    Vectorised form: all x's are mapped by one symmetric T_k (a polynomial in Ĝ_i), so the
+    query prediction is x_iᵀ w_k with
+        w_{k+1} = w_k + lr T_k² (b̂_i − Ĝ_i w_k),   T_{k+1} = T_k − γ T_k Ĝ_i T_k²,   T_0 = I,
+    i.e. preconditioned GD whose preconditioner T_k² ≈ (cĜ_i)⁻¹ is itself built by iteration.
+    """
+
+    def __init__(self, steps: int, lr: float, gamma: float):
+        check_int("steps", steps, 0)
+        check_float("lr", lr)
+        check_float("gamma", gamma)
+        self.steps, self.lr, self.gamma = steps, lr, gamma
+
+    def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        gram, moment = prefix_mean(outer_products(xs)), prefix_mean(label_moments(xs, ys))
+        w = torch.zeros_like(moment)
+        transform = torch.eye(xs.shape[-1], dtype=xs.dtype, device=xs.device).expand_as(gram)
+        for _ in range(self.steps):
+            square = transform @ transform
+            w = w + self.lr * _matvec(square, moment - _matvec(gram, w))
+            transform = transform - self.gamma * (transform @ gram @ square)
+        return w
+
+
+class Newton(LinearBaseline):
+    """Iterative Newton (Newton–Schulz) for the pseudo-inverse of S_i = G_i, then w_k = M_k b_i.
+
+    Fu et al. 2023 ("Transformers learn higher-order optimization methods for in-context
+    learning", arXiv 2310.17086, Sec. 3) use M_0 = α S, M_{k+1} = 2 M_k − M_k S M_k,
+    w_k = M_k Xᵀy, with α = 2/‖S Sᵀ‖₂ (Ben-Israel / Pan & Schreiber's initialisation).
+    Here α = ``scale``/‖S Sᵀ‖₂ = scale/λ_max(S)², and ``scale`` must lie in (0, 2):
+    every M_k is a polynomial in S, and each eigenvalue μ of M_k S follows
+    μ ← 2μ − μ² = 1 − (1 − μ)² from μ_0 = scale·λ²/λ_max² ∈ (0, scale].  At scale = 2 the
+    top direction starts at μ_0 = 2, jumps to μ_1 = 0 and stays there (in exact arithmetic;
+    in floating point it recovers only after ~log2(1/eps) steps), so the boundary value
+    written in the paper is excluded; the default scale = 1 gives μ_0 ∈ (0, 1] and monotone,
+    quadratic convergence to M = S⁺ on the range of S.  On the null space M_0 = 0 and stays
+    0, so w_k → pinv(X) y, the min-norm OLS solution, also for i < d.
+
+    The spectral norm is batched: λ_max from ``eigvalsh`` of each Ĝ_i (w_k is invariant to
+    rescaling S, so Ĝ_i = G_i/i and b̂_i are used).  At i = 0, S = 0 and w = 0.
+    """
+
+    def __init__(self, steps: int, scale: float = 1.0):
+        check_int("steps", steps, 0)
+        check_float("scale", scale, 0.0, strict=True, maximum=2.0)
+        if scale == 2.0:
+            raise ValueError("scale must be < 2: at scale = 2 the top eigendirection is lost (see docstring)")
+        self.steps, self.scale = steps, scale
+
+    def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        gram, moment = prefix_mean(outer_products(xs)), prefix_mean(label_moments(xs, ys))
+        top = torch.linalg.eigvalsh(gram)[..., -1]
+        alpha = torch.where(top > 0, self.scale / torch.where(top > 0, top, 1.0) ** 2, 0.0)
+        m = alpha[..., None, None] * gram
+        for _ in range(self.steps):
+            m = 2 * m - m @ gram @ m
+            m = (m + m.mT) / 2  # exact arithmetic keeps M symmetric; keep rounding from breaking it
+        return _matvec(m, moment)
+
+
+class RecursiveLeastSquares(LinearBaseline):
+    """Ridge (G_i + λI)⁻¹ b_i for every prefix, computed online by Sherman–Morrison (RLS).
+
+    P_0 = I/λ, w_0 = 0; for each point j: k = P_j x_j/(1 + x_jᵀP_j x_j),
+    w_{j+1} = w_j + k (y_j − x_jᵀw_j), P_{j+1} = P_j − k x_jᵀP_j, so P_i = (G_i + λI)⁻¹
+    (Haykin, Adaptive Filter Theory, ch. 10; Akyürek et al. 2023, arXiv 2211.15661, compare
+    transformers with it).  All prefixes cost O(N d²) per prompt instead of O(N d³).  This
+    loops over the N positions in Python, by design: the recursion over positions is the
+    algorithm; each iteration is batched (B, d, d) work.  Use ``Ridge`` for the same numbers
+    without the loop.
+    """
+
+    def __init__(self, lam: float):
+        check_float("lam", lam, 0.0, strict=True)
+        self.lam = lam
+
+    def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        batch, n, d = xs.shape
+        p = torch.eye(d, dtype=xs.dtype, device=xs.device).repeat(batch, 1, 1) / self.lam
+        w = xs.new_zeros(batch, d)
+        out = xs.new_zeros(batch, n, d)
+        for j in range(n):
+            out[:, j] = w
+            x = xs[:, j]
+            px = _matvec(p, x)
+            gain = px / (1 + (x * px).sum(-1, keepdim=True))
+            w = w + gain * (ys[:, j] - (x * w).sum(-1))[:, None]
+            p = p - gain[:, :, None] * px[:, None, :]
+            p = (p + p.mT) / 2
+        return out
+
+
+class DiscreteMMSE(LinearBaseline):
+    """Posterior mean of w over a finite task pool (Raventós et al. 2023, arXiv 2306.15063).
+
+    Prior: uniform over the rows w_m of ``pool`` (M, d); likelihood y_j = w_mᵀx_j + N(0, noise²).
+    w_i = Σ_m w_m softmax_m(−‖y_{<i} − X_{<i} w_m‖²/(2 noise²)), from cumulative squared
+    residuals (B, N, M) normalised with logsumexp; at i = 0 it is the pool mean.
+    """
+
+    def __init__(self, pool: torch.Tensor, noise: float):
+        self.pool = _float64_matrix("pool", pool, 2)
+        check_float("noise", noise, 0.0, strict=True)
+        self.noise = noise
+
+    def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        _check_dim("pool", self.pool, xs.shape[-1])
+        pool = self.pool.to(xs.device)
+        residuals = ys[..., None] - xs @ pool.T  # (B, N, M)
+        logits = -prefix_sum(residuals ** 2) / (2 * self.noise ** 2)
+        posterior = torch.exp(logits - torch.logsumexp(logits, dim=-1, keepdim=True))
+        return posterior @ pool
+
+
+class PowerMethod(Baseline):
+    """Top principal direction of the context points x_{<i} by ``steps`` power iterations on G_i.
+
+    Start: the normalised all-ones vector u = 1/√d; step: v ← Ĝ_i v/‖Ĝ_i v‖.  So
+    v_k = G_i^k u/‖G_i^k u‖, and since G_i is positive semi-definite, uᵀv_k = uᵀG_i^k u/‖G_i^k u‖ ≥ 0:
+    the sign is fixed by a non-negative inner product with the start vector (no flip is
+    applied).  Where Ĝ_i v = 0 (i = 0, or every context point orthogonal to v) the direction
+    stays the previous v (u at i = 0).  Convergence needs the start vector not orthogonal to
+    the top eigenvector, and is at rate (λ₂/λ₁)^k.  Uncentred (the PCA of the second-moment
+    matrix, as in the PCA task).
+
+    ``directions(xs)`` and ``predict(xs, ys)`` (ys ignored, any shape) return (B, N, d) unit
+    vectors; ``directions[:, i]`` depends on xs[:, :i] only.
+    """
+
+    def __init__(self, steps: int):
+        check_int("steps", steps, 0)
+        self.steps = steps
+
+    def directions(self, xs: torch.Tensor) -> torch.Tensor:
+        if not isinstance(xs, torch.Tensor) or xs.ndim != 3:
+            raise ValueError(f"xs must have shape (B, N, d), got {tuple(getattr(xs, 'shape', ()))}")
+        xs = xs.to(torch.float64)
+        gram = prefix_mean(outer_products(xs))
+        d = xs.shape[-1]
+        v = torch.full(xs.shape, d ** -0.5, dtype=xs.dtype, device=xs.device)
+        for _ in range(self.steps):
+            image = _matvec(gram, v)
+            norm = torch.linalg.vector_norm(image, dim=-1, keepdim=True)
+            v = torch.where(norm > 0, image / torch.where(norm > 0, norm, 1.0), v)
+        return v
+
+    def predict(self, xs: torch.Tensor, ys=None) -> torch.Tensor:
+        return self.directions(xs)
