@@ -1,0 +1,415 @@
+"""The optimum of one linear self-attention layer: one (preconditioned) GD step and its risk.
+
+Convention (icl-sim's LSA, ``icl_sim.models.lsa``): a prompt has n context points
+(x_j, y_j), j = 1..n, and a query x_q; the query is *excluded* from the keys and the
+attention is normalised by n, so one layer with P = −e_{d+1}e_{d+1}ᵀ and
+Q = [[Γ, 0], [0, 0]] predicts
+
+    ŷ = x_qᵀ Γ h,    h = (1/n) Σ_{j≤n} y_j x_j,
+
+i.e. one step of preconditioned GD from w = 0 on (1/2n) Σ_j (wᵀx_j − y_j)²
+(Γ = η I: plain GD with step η, ``icl_sim.theory.GD(1, η)``).  Data: x ~ N(0, Σ),
+w ~ N(0, s² I_d) (s = ``prior_scale``), y = wᵀx + ε with ε ~ N(0, σ²) on every
+point, *including the query*: every risk below is E(ŷ − y_q)² with a noisy y_q, so
+it contains the irreducible σ².  A task with ``points = n + 1`` samples exactly this
+(the last point is the query).
+
+Key identity (Gaussian fourth moments, Isserlis), in the eigenbasis of Σ with
+eigenvalues μ_j and T = tr Σ:
+
+    E[h_j²] = s² ((n+1)/n μ_j² + (T + σ²/s²)/n μ_j),   E[h_j w_j] = s² μ_j,
+    E[h_j h_k] = E[h_j w_k] = 0 (j ≠ k),
+
+so the risk of any Γ is R(Γ) = σ² + s²[(1+1/n) tr(ΓΣ²ΓᵀΣ) + (T+σ²/s²)/n tr(ΓΣΓᵀΣ)
+− 2 tr(ΓΣ²) + T], a quadratic in Γ whose minimiser is
+
+    Γ* = ((1 + 1/n) Σ + (tr Σ + σ²/s²)/n · I)⁻¹.
+
+Sources and their conventions:
+
+* Mahankali, Hashimoto & Ma (2023), "One step of gradient descent is provably the
+  optimal in-context learner with one layer of linear self-attention",
+  arXiv:2307.03576 (ICLR 2024): Theorem 1 (x ~ N(0, I): the global minimiser of the
+  pre-training loss is one GD step) and Theorem 2 (non-isotropic x: one step of
+  preconditioned GD).
+* Ahn, Cheng, Daneshmand & Sra (2023), "Transformers learn to implement
+  preconditioned gradient descent for in-context learning", NeurIPS 2023,
+  Theorem 1 (one layer, x ~ N(0, Σ), w ~ N(0, I), noiseless, 1/n normalisation):
+  the optimal preconditioner is ((1 + 1/n)Σ + tr(Σ)/n · I)⁻¹.
+* Zhang, Frei & Bartlett (2024), "Trained transformers learn linear models
+  in-context", JMLR 25(49), arXiv:2306.09927: Theorem 4.1 (gradient flow on prompts
+  of length N converges to the global minimum, whose prediction is
+  ŷ = x_qᵀ Γ⁻¹ (1/M) Σ_{i≤M} y_i x_i with Γ = (1 + 1/N)Λ + tr(Λ)/N · I, and its
+  risk on prompts of length M), §4.2 "Covariate shifts" (test x ~ N(0, Ω)).
+  ZFB embed the query in the attention's key matrix E Eᵀ/N, but the trained
+  value/key-query matrices are zero in the blocks where the query's x enters, so
+  the prediction is the query-excluded, 1/N-normalised form used here; ZFB are
+  noiseless with w ~ N(0, I) (σ = 0, s = 1), which is the default below.  With
+  σ > 0 we use the population minimiser Γ* above (the point gradient flow is
+  shown to reach only in the noiseless case).
+
+Each formula is *computed* by sympy in ``_derivation`` from the moment identities
+(expectation by substitution, ``sympy.solve`` of the stationarity condition), and
+the numeric functions are ``torch_function`` of those expressions.
+"""
+from __future__ import annotations
+
+import functools
+
+import sympy
+import torch
+
+from icl_sim.seeding import make_generator
+from icl_sim.tasks.linear_regression import LinearRegression
+from icl_sim.theory.symbolic import torch_function
+from icl_sim.validation import check_float, check_int
+
+from .base import Comparison, Prediction, Step, monte_carlo
+
+# ----------------------------------------------------------------------------------------
+# symbols
+n, d, s, sigma, eta, g = sympy.symbols("n d s sigma eta g", positive=True)
+mu, mu_i, mu_j, T = sympy.symbols("mu mu_i mu_j T", positive=True)
+w_j, w_k, Q = sympy.symbols("w_j w_k Q", real=True)  # coordinates of w, Q = wᵀΣw
+G_ij = sympy.Symbol("Gamma_ij", real=True)
+t1, t2, t3 = sympy.symbols("t_1 t_2 t_3", real=True)  # trace invariants of (Γ, Σ_test)
+
+
+def _moments(m, mu_a, trace):
+    """E[h_a²], E[h_a w_a] and the cross moments for m context points, in Σ's eigenbasis.
+
+    Returns (steps, E[h_a²], E[h_a w_a]) — all computed by sympy from Isserlis.
+    """
+    steps = []
+    # Isserlis: E[x_k² x_a²] = μ_k μ_a (1 + 2δ_ka); E[x_k x_l x_a²] = 0 for k ≠ l.
+    # E[(wᵀx)² x_a² | w] = Σ_k w_k² E[x_k² x_a²] = 3 μ_a² w_a² + μ_a Σ_{k≠a} μ_k w_k²
+    #                    = 3 μ_a² w_a² + μ_a (Q − μ_a w_a²),   Q = wᵀΣw
+    fourth = sympy.expand(3 * mu_a**2 * w_j**2 + mu_a * (Q - mu_a * w_j**2))
+    steps.append(Step("Isserlis: E[(wᵀx)² x_j² | w] (eigenbasis of Σ, Q = wᵀΣw)",
+                      sympy.Eq(sympy.Symbol("E[(w^T x)^2 x_j^2|w]"), fourth)))
+    y2x2 = fourth + sigma**2 * mu_a  # + E[ε²] E[x_a²]
+    yx = mu_a * w_j  # E[y x_a | w]
+    # h = (1/m) Σ_j y_j x_j: m diagonal terms and m(m−1) independent cross terms
+    h2_given_w = sympy.expand(y2x2 / m + (m - 1) / m * yx**2)
+    steps.append(Step("E[h_j² | w] = (1/m) E[y² x_j²|w] + (1 − 1/m) E[y x_j|w]²",
+                      sympy.Eq(sympy.Symbol("E[h_j^2|w]"), h2_given_w)))
+    # prior average: E[w_a²] = s², E[Q] = s² tr Σ
+    h2 = sympy.factor(h2_given_w.subs({w_j**2: s**2, Q: s**2 * trace}))
+    hw = sympy.expand((yx * w_j).subs(w_j**2, s**2))
+    steps.append(Step("average over w ~ N(0, s² I): E[h_j²]", sympy.Eq(sympy.Symbol("E[h_j^2]"), h2)))
+    steps.append(Step("E[h_j w_j]", sympy.Eq(sympy.Symbol("E[h_j w_j]"), hw)))
+    # cross moment j ≠ k: E[(wᵀx)² x_j x_k|w] = 2 μ_j μ_k w_j w_k, E[y x_j|w] E[y x_k|w] = μ_j μ_k w_j w_k
+    cross_given_w = sympy.expand(2 * mu_a * mu_i * w_j * w_k / m + (m - 1) / m * mu_a * mu_i * w_j * w_k)
+    cross = cross_given_w.subs(w_j * w_k, 0)  # E[w_j w_k] = 0 for j ≠ k
+    steps.append(Step("cross moments vanish: E[h_j h_k] (j ≠ k)", sympy.Eq(sympy.Symbol("E[h_j h_k]"), cross)))
+    return steps, h2, hw
+
+
+@functools.cache
+def _derivation():
+    """All three derivations, computed once: {name: (steps, {key: expression})}."""
+    out = {}
+
+    # -- 1. one GD step, isotropic -----------------------------------------------------
+    steps, h2, hw = _moments(n, sympy.Integer(1), d)
+    # R(η) = E‖η h − w‖² + σ² = Σ_j (η² E[h_j²] − 2η E[h_j w_j] + s²) + σ²  (Σ = I)
+    risk_eta = sympy.expand(d * (eta**2 * h2 - 2 * eta * hw + s**2) + sigma**2)
+    steps.append(Step("risk of ŷ = η x_qᵀh (noisy y_q): quadratic in η", sympy.Eq(sympy.Symbol("R(eta)"), risk_eta)))
+    (eta_star,) = sympy.solve(sympy.diff(risk_eta, eta), eta)
+    eta_star = sympy.simplify(eta_star)
+    steps.append(Step("dR/dη = 0: optimal step η*", sympy.Eq(sympy.Symbol("eta^*"), eta_star)))
+    risk_star = sympy.factor(sympy.simplify(risk_eta.subs(eta, eta_star)))
+    steps.append(Step("risk at η*: R(η*)", risk_star))
+    out["one-step"] = (steps, {"risk_eta": risk_eta, "eta_star": eta_star, "risk_star": risk_star})
+
+    # -- 2. preconditioned GD: entries of Γ in Σ's eigenbasis ------------------------------
+    steps, h2, hw = _moments(n, mu, T)
+    # R(Γ) = σ² + Σ_i μ_i E[((Γh)_i − w_i)²] = σ² + Σ_i μ_i (Σ_j Γ_ij² E[h_j²] − 2Γ_ii E[h_i w_i] + s²)
+    off_diagonal = mu_i * G_ij**2 * h2  # entry (i, j), i ≠ j: eigenvalue μ_j of h_j
+    (g_off,) = sympy.solve(sympy.diff(off_diagonal, G_ij), G_ij)
+    steps.append(Step("off-diagonal entry Γ_ij (i≠j) enters as μ_i Γ_ij² E[h_j²]: minimiser", sympy.Eq(G_ij, g_off)))
+    direction = sympy.expand(mu * (g**2 * h2 - 2 * g * hw + s**2))
+    steps.append(Step("risk of eigendirection μ with Γ's eigenvalue g", sympy.Eq(sympy.Symbol("r(g)"), direction)))
+    (g_star,) = sympy.solve(sympy.diff(direction, g), g)
+    g_star = sympy.factor(g_star)
+    steps.append(Step("Γ* = g*(Σ): eigenvalue of the optimal preconditioner on eigenvalue μ of Σ",
+                      sympy.Eq(sympy.Symbol("g^*"), g_star)))
+    r_star = sympy.factor(sympy.simplify(direction.subs(g, g_star)))
+    steps.append(Step("risk per eigendirection at Γ*; R(Γ*) = σ² + Σ_i r*(μ_i), T = tr Σ", r_star))
+    out["preconditioned"] = (steps, {"g_star": g_star, "r_star": r_star, "g_off": g_off})
+
+    # -- 3. any Γ on M test points with test covariance Σ' (eigenvalues μ, trace T) ---------
+    m = sympy.Symbol("M", positive=True)
+    steps, h2, hw = _moments(m, mu_j, T)
+    # entry (i, j) of Γ in Σ' eigenbasis contributes μ_i Γ_ij² E_M[h_j²]; diagonal also −2 μ_i Γ_ii E[h_i w_i]
+    quadratic = sympy.expand(mu_i * G_ij**2 * h2 / (G_ij**2 * mu_i))
+    c3, c2 = quadratic.coeff(mu_j, 2), quadratic.coeff(mu_j, 1)
+    c1 = sympy.expand(-2 * mu_j * G_ij * hw / (G_ij * mu_j**2))
+    steps.append(Step("coefficients of Σ_ij Γ_ij² μ_i μ_j² = tr(ΓΣ'²ΓᵀΣ') =: t_3, "
+                      "Σ_ij Γ_ij² μ_i μ_j = tr(ΓΣ'ΓᵀΣ') =: t_2, Σ_i Γ_ii μ_i² = tr(ΓΣ'²) =: t_1",
+                      sympy.Tuple(c3, c2, c1)))
+    risk_general = sigma**2 + s**2 * T + c3 * t3 + c2 * t2 + c1 * t1
+    steps.append(Step("risk of any Γ on M points, x ~ N(0, Σ'), T = tr Σ' "
+                      "(at the trained Γ = Γ*_N(Σ) for the ZFB optimum)", risk_general))
+    out["general"] = (steps, {"risk": risk_general, "M": m})
+    return out
+
+
+# ----------------------------------------------------------------------------------------
+# numeric functions (float64 torch, from the sympy expressions)
+
+@functools.cache
+def _functions():
+    one = _derivation()["one-step"][1]
+    pre = _derivation()["preconditioned"][1]
+    gen = _derivation()["general"][1]
+    return {
+        "eta_star": torch_function(one["eta_star"], [d, n, sigma, s]),
+        "risk_eta": torch_function(one["risk_eta"], [eta, d, n, sigma, s]),
+        "risk_star": torch_function(one["risk_star"], [d, n, sigma, s]),
+        "g_star": torch_function(pre["g_star"], [mu, T, n, sigma, s]),
+        "r_star": torch_function(pre["r_star"], [mu, T, n, sigma, s]),
+        "general": torch_function(gen["risk"], [t1, t2, t3, T, gen["M"], sigma, s]),
+    }
+
+
+def _check_common(points, noise, prior_scale, points_name="points"):
+    check_int(points_name, points, 1)
+    check_float("noise", noise, 0.0)
+    check_float("prior_scale", prior_scale, 0.0, strict=True)
+
+
+def optimal_step(dim: int, points: int, noise: float = 0.0, prior_scale: float = 1.0) -> float:
+    """η* = n / (n + d + 1 + σ²/s²): the risk-optimal step of one GD step from 0 (isotropic x)."""
+    check_int("dim", dim, 1)
+    _check_common(points, noise, prior_scale)
+    return float(_functions()["eta_star"](dim, points, noise, prior_scale))
+
+
+def one_step_gd_risk(dim: int, points: int, noise: float = 0.0, prior_scale: float = 1.0,
+                     step: float | None = None) -> float:
+    """E(η x_qᵀh − y_q)² (noisy y_q) for isotropic x; at η* when ``step`` is None.
+
+    R(η) = d s² [η² (n + d + 1 + σ²/s²)/n − 2η + 1] + σ²,
+    R(η*) = d s² (d + 1 + σ²/s²) / (n + d + 1 + σ²/s²) + σ².
+    """
+    check_int("dim", dim, 1)
+    _check_common(points, noise, prior_scale)
+    if step is None:
+        return float(_functions()["risk_star"](dim, points, noise, prior_scale))
+    check_float("step", step)
+    return float(_functions()["risk_eta"](step, dim, points, noise, prior_scale))
+
+
+def _check_covariance(name: str, covariance: torch.Tensor) -> torch.Tensor:
+    if not torch.is_tensor(covariance) or covariance.ndim < 2 or covariance.shape[-1] != covariance.shape[-2]:
+        raise ValueError(f"{name} must be a (..., d, d) tensor, got {getattr(covariance, 'shape', covariance)!r}")
+    covariance = covariance.to(torch.float64)
+    if not torch.allclose(covariance, covariance.transpose(-1, -2), rtol=1e-10, atol=1e-12):
+        raise ValueError(f"{name} must be symmetric")
+    if not bool(torch.isfinite(covariance).all()) or bool((torch.linalg.eigvalsh(covariance) <= 0).any()):
+        raise ValueError(f"{name} must be finite and positive definite")
+    return covariance
+
+
+def optimal_preconditioner(covariance: torch.Tensor, n: int, noise: float = 0.0,
+                           prior_scale: float = 1.0) -> torch.Tensor:
+    """Γ* = ((1 + 1/n) Σ + (tr Σ + σ²/s²)/n · I)⁻¹ in float64, for ŷ = x_qᵀ Γ (1/n) Σ_j y_j x_j.
+
+    The minimiser of E(ŷ − y_q)² over Γ with x ~ N(0, Σ), w ~ N(0, s² I), noise σ
+    (Ahn et al. 2023 Thm 1; Mahankali et al. 2023 Thm 2).  ``covariance`` (d, d) or
+    batched (..., d, d); computed spectrally from the sympy-derived eigenvalue map
+    g*(μ) = n / ((n + 1) μ + tr Σ + σ²/s²).
+    """
+    covariance = _check_covariance("covariance", covariance)
+    _check_common(n, noise, prior_scale, "n")
+    eigenvalues, vectors = torch.linalg.eigh(covariance)
+    trace = eigenvalues.sum(-1, keepdim=True)
+    values = _functions()["g_star"](eigenvalues, trace, n, noise, prior_scale)
+    return (vectors * values.unsqueeze(-2)) @ vectors.transpose(-1, -2)
+
+
+def preconditioner_risk(preconditioner: torch.Tensor, covariance: torch.Tensor, points: int,
+                        noise: float = 0.0, prior_scale: float = 1.0) -> torch.Tensor:
+    """E(x_qᵀ Γ h − y_q)² for any Γ (d, d), M = ``points`` context points, x ~ N(0, Σ).
+
+    R = σ² + s²[(1 + 1/M) tr(ΓΣ²ΓᵀΣ) + (tr Σ + σ²/s²)/M tr(ΓΣΓᵀΣ) − 2 tr(ΓΣ²) + tr Σ].
+    """
+    covariance = _check_covariance("covariance", covariance)
+    _check_common(points, noise, prior_scale)
+    gamma = preconditioner.to(torch.float64)
+    if gamma.shape[-2:] != covariance.shape[-2:]:
+        raise ValueError(f"preconditioner must be (..., d, d) like covariance, got {tuple(gamma.shape)}")
+    sigma2, transposed = covariance @ covariance, gamma.transpose(-1, -2)
+
+    def trace(a):
+        return torch.diagonal(a, dim1=-2, dim2=-1).sum(-1)
+
+    invariants = (trace(gamma @ sigma2), trace(gamma @ covariance @ transposed @ covariance),
+                  trace(gamma @ sigma2 @ transposed @ covariance))
+    return _functions()["general"](*invariants, trace(covariance), points, noise, prior_scale)
+
+
+def preconditioned_gd_risk(covariance: torch.Tensor, n: int, noise: float = 0.0,
+                           prior_scale: float = 1.0) -> torch.Tensor:
+    """R(Γ*) = σ² + s² Σ_i μ_i (μ_i + T + σ²/s²) / ((n + 1) μ_i + T + σ²/s²), μ = eig Σ, T = tr Σ."""
+    covariance = _check_covariance("covariance", covariance)
+    _check_common(n, noise, prior_scale, "n")
+    eigenvalues = torch.linalg.eigvalsh(covariance)
+    trace = eigenvalues.sum(-1, keepdim=True)
+    return noise**2 + _functions()["r_star"](eigenvalues, trace, n, noise, prior_scale).sum(-1)
+
+
+def lsa_optimum_risk(train_covariance: torch.Tensor, train_points: int, test_points: int,
+                     test_covariance: torch.Tensor | None = None, noise: float = 0.0,
+                     prior_scale: float = 1.0) -> torch.Tensor:
+    """Risk of the global optimum of one LSA layer trained on N = ``train_points`` context points.
+
+    Zhang, Frei & Bartlett (2024) Thm 4.1 / §4.2: trained on x ~ N(0, Σ), the layer predicts
+    ŷ = x_qᵀ Γ*_N (1/M) Σ_{i≤M} y_i x_i with Γ*_N = ((1 + 1/N)Σ + (tr Σ + σ²/s²)/N · I)⁻¹;
+    on M test points with x ~ N(0, Σ') (default Σ' = Σ) its risk is ``preconditioner_risk``.
+    """
+    check_int("train_points", train_points, 1)
+    gamma = optimal_preconditioner(train_covariance, train_points, noise, prior_scale)
+    test = train_covariance if test_covariance is None else test_covariance
+    return preconditioner_risk(gamma, test, test_points, noise, prior_scale)
+
+
+# ----------------------------------------------------------------------------------------
+# Monte Carlo
+
+def _prompts(dim, points, noise, prior_scale, batch, seed, index, covariance=None):
+    """(context xs (B,n,d), ys (B,n), query x (B,d), y (B,)) with x ~ N(0, Σ), float64.
+
+    Isotropic prompts come from ``LinearRegression``; for a fixed Σ = L Lᵀ the same
+    draws are mapped x = L z and the labels rebuilt as wᵀx + (the task's noise).
+    """
+    task = LinearRegression(dim=dim, points=points + 1, noise=noise, prior_scale=prior_scale)
+    prompt = task.sample(batch, make_generator(seed, "eval", index), dtype=torch.float64)
+    xs, ys, w = prompt.xs, prompt.ys, prompt.latent["w"]
+    if covariance is not None:
+        eps = ys - torch.einsum("bnd,bd->bn", xs, w)
+        xs = xs @ torch.linalg.cholesky(covariance.to(torch.float64)).T
+        ys = torch.einsum("bnd,bd->bn", xs, w) + eps
+    return xs[:, :-1], ys[:, :-1], xs[:, -1], ys[:, -1]
+
+
+def _features(xs, ys):
+    return torch.einsum("bn,bnd->bd", ys, xs) / xs.shape[1]  # h = (1/n) Σ y_j x_j
+
+
+def _spectrum_covariance(eigenvalues, seed, index):
+    """A fixed Σ = U diag(λ) Uᵀ with U drawn from (seed, eval, index)."""
+    generator = make_generator(seed, "eval", index)
+    k = len(eigenvalues)
+    q, r = torch.linalg.qr(torch.randn(k, k, generator=generator, dtype=torch.float64))
+    u = q * torch.sign(torch.diagonal(r))
+    return (u * torch.tensor(eigenvalues, dtype=torch.float64)) @ u.T
+
+
+_ONE_STEP_SETTINGS = ((5, 10, 0.0, 1.0), (3, 20, 0.5, 1.5))  # (d, n, σ, s)
+
+
+def _verify_one_step(seed: int) -> list[Comparison]:
+    out = []
+    for k, (dim, points, noise, scale) in enumerate(_ONE_STEP_SETTINGS):
+        label = f"d={dim}, n={points}, σ={noise}, s={scale}"
+        xs, ys, xq, yq = _prompts(dim, points, noise, scale, 100_000, seed, 100 + k)
+        p = (xq * _features(xs, ys)).sum(-1)  # x_qᵀ h: ŷ = η p
+        step = optimal_step(dim, points, noise, scale)
+        # R(η) = a η² − 2 b η + c with a = E[p²], b = E[p y_q]
+        a = dim * scale**2 * (points + dim + 1 + noise**2 / scale**2) / points
+        b = dim * scale**2
+        out.append(monte_carlo(f"E[(x_q'h)^2] ({label})", a, p**2))
+        out.append(monte_carlo(f"E[(x_q'h) y_q] ({label})", b, p * yq))
+        out.append(monte_carlo(f"risk at η* ({label})", one_step_gd_risk(dim, points, noise, scale),
+                               (step * p - yq) ** 2))
+        # argmin of the MC risk, b̂/â, linearised about η* (delta method): η* + (p y − η* p²)/a
+        out.append(monte_carlo(f"argmin of MC risk vs η* ({label})", step, step + (p * yq - step * p**2) / a))
+    return out
+
+
+_SPECTRUM = (2.0, 1.0, 0.5, 0.25)
+
+
+def _verify_preconditioned(seed: int) -> list[Comparison]:
+    points, noise, scale = 8, 0.5, 1.0
+    covariance = _spectrum_covariance(_SPECTRUM, seed, 200)
+    gamma = optimal_preconditioner(covariance, points, noise, scale)
+    xs, ys, xq, yq = _prompts(len(_SPECTRUM), points, noise, scale, 100_000, seed, 201, covariance)
+    h = _features(xs, ys)
+    residual = (xq * (h @ gamma)).sum(-1) - yq
+    out = [monte_carlo("risk at Γ*", float(preconditioned_gd_risk(covariance, points, noise, scale)), residual**2)]
+    generator = make_generator(seed, "eval", 202)
+    for k in range(3):
+        delta = torch.randn(len(_SPECTRUM), len(_SPECTRUM), generator=generator, dtype=torch.float64)
+        delta = (delta + delta.T) / 2
+        delta = 0.5 * delta * gamma.norm() / delta.norm()  # a 50 % perturbation in Frobenius norm
+        change = (xq * (h @ delta)).sum(-1)
+        # common random numbers: the same prompts for Γ* and Γ* + Δ
+        increase = float(preconditioner_risk(gamma + delta, covariance, points, noise, scale)
+                         - preconditioner_risk(gamma, covariance, points, noise, scale))
+        out.append(monte_carlo(f"risk increase at Γ* + Δ_{k} (> 0)", increase, (residual + change) ** 2 - residual**2))
+        out.append(monte_carlo(f"directional derivative at Γ* along Δ_{k} (= 0)", 0.0, 2 * change * residual))
+    return out
+
+
+def _verify_lsa(seed: int) -> list[Comparison]:
+    train_points, dim = 8, len(_SPECTRUM)
+    train = _spectrum_covariance(_SPECTRUM, seed, 300)
+    gamma = optimal_preconditioner(train, train_points)
+    shifted = _spectrum_covariance((0.5, 3.0, 1.0, 0.2), seed, 301)  # does not commute with Σ
+    out = []
+    cases = [(m, train, f"M={m}, Σ_test=Σ") for m in (train_points // 2, train_points, 4 * train_points)]
+    cases.append((train_points, shifted, f"M={train_points}, Σ_test shifted"))
+    for k, (m, test, label) in enumerate(cases):
+        xs, ys, xq, yq = _prompts(dim, m, 0.0, 1.0, 50_000, seed, 310 + k, test)
+        prediction = (xq * (_features(xs, ys) @ gamma)).sum(-1)
+        out.append(monte_carlo(f"ZFB optimum risk, N={train_points}, {label}",
+                               float(lsa_optimum_risk(train, train_points, m, test)), (prediction - yq) ** 2))
+    return out
+
+
+def _steps(key):
+    return lambda: list(_derivation()[key][0])
+
+
+ONE_STEP_GD_OPTIMAL_STEP = Prediction(
+    name="one-step-gd-optimal-step",
+    source="Mahankali, Hashimoto & Ma (2023), arXiv:2307.03576, Theorem 1 (isotropic covariates); "
+           "convention of icl-sim's LSA: query excluded from the keys, 1/n normalisation, noisy y_q",
+    summary="x ~ N(0, I_d), w ~ N(0, s² I), noise σ, n context points: one GD step from 0, "
+            "ŷ = η x_qᵀ(1/n)Σ y_j x_j, is risk-optimal at η* = n/(n + d + 1 + σ²/s²) with "
+            "E(ŷ − y_q)² = d s² (d + 1 + σ²/s²)/(n + d + 1 + σ²/s²) + σ² (y_q noisy).",
+    derive=_steps("one-step"),
+    verify=_verify_one_step,
+)
+
+PRECONDITIONED_GD_OPTIMAL = Prediction(
+    name="preconditioned-gd-optimal",
+    source="Ahn, Cheng, Daneshmand & Sra (2023), NeurIPS, Theorem 1; Mahankali et al. (2023) Theorem 2; "
+           "Zhang, Frei & Bartlett (2024) Theorem 4.1 (σ = 0, s = 1); here with noise σ and prior scale s",
+    summary="x ~ N(0, Σ), w ~ N(0, s² I), noise σ: the risk of ŷ = x_qᵀΓ(1/n)Σ y_j x_j is quadratic in Γ, "
+            "minimised at Γ* = ((1 + 1/n)Σ + (tr Σ + σ²/s²)/n · I)⁻¹ with risk "
+            "σ² + s² Σ_i μ_i(μ_i + tr Σ + σ²/s²)/((n + 1)μ_i + tr Σ + σ²/s²) over the eigenvalues μ_i of Σ.",
+    derive=_steps("preconditioned"),
+    verify=_verify_preconditioned,
+)
+
+LSA_GLOBAL_OPTIMUM_RISK = Prediction(
+    name="lsa-global-optimum-risk",
+    source="Zhang, Frei & Bartlett (2024), JMLR 25(49), arXiv:2306.09927, Theorem 4.1 (limit of gradient "
+           "flow, prediction error at prompt length M) and §4.2 'Covariate shifts'",
+    summary="One LSA layer trained by gradient flow on prompts with N context points, x ~ N(0, Σ) "
+            "(noiseless, w ~ N(0, I)), predicts x_qᵀΓ*_N(1/M)Σ_{i≤M} y_i x_i with "
+            "Γ*_N = ((1 + 1/N)Σ + tr Σ/N · I)⁻¹; on M points with x ~ N(0, Σ') its risk is "
+            "(1 + 1/M) tr(ΓΣ'²ΓΣ') + tr Σ'/M · tr(ΓΣ'ΓΣ') − 2 tr(ΓΣ'²) + tr Σ'.",
+    derive=_steps("general"),
+    verify=_verify_lsa,
+)
+
+PREDICTIONS = [ONE_STEP_GD_OPTIMAL_STEP, PRECONDITIONED_GD_OPTIMAL, LSA_GLOBAL_OPTIMUM_RISK]
+
+__all__ = ["PREDICTIONS", "ONE_STEP_GD_OPTIMAL_STEP", "PRECONDITIONED_GD_OPTIMAL", "LSA_GLOBAL_OPTIMUM_RISK",
+           "optimal_step", "one_step_gd_risk", "optimal_preconditioner", "preconditioner_risk",
+           "preconditioned_gd_risk", "lsa_optimum_risk"]
