@@ -112,32 +112,29 @@ class Newton(LinearBaseline):
     """Iterative Newton (Newton–Schulz) for the pseudo-inverse of S_i = G_i, then w_k = M_k b_i.
 
     Fu et al. 2023 ("Transformers learn higher-order optimization methods for in-context
-    learning", arXiv 2310.17086, Sec. 3) use M_0 = α S, M_{k+1} = 2 M_k − M_k S M_k,
-    w_k = M_k Xᵀy, with α = 2/‖S Sᵀ‖₂ (Ben-Israel / Pan & Schreiber's initialisation).
-    Here α = ``scale``/‖S Sᵀ‖₂ = scale/λ_max(S)², and ``scale`` must lie in (0, 2):
-    every M_k is a polynomial in S, and each eigenvalue μ of M_k S follows
-    μ ← 2μ − μ² = 1 − (1 − μ)² from μ_0 = scale·λ²/λ_max² ∈ (0, scale].  At scale = 2 the
-    top direction starts at μ_0 = 2, jumps to μ_1 = 0 and stays there (in exact arithmetic;
-    in floating point it recovers only after ~log2(1/eps) steps), so the boundary value
-    written in the paper is excluded; the default scale = 1 gives μ_0 ∈ (0, 1] and monotone,
-    quadratic convergence to M = S⁺ on the range of S.  On the null space M_0 = 0 and stays
-    0, so w_k → pinv(X) y, the min-norm OLS solution, also for i < d.
+    learning", arXiv 2310.17086, Sec. 3): M_0 = α S, M_{k+1} = 2 M_k − M_k S M_k,
+    w_k = M_k Xᵀy, with α = 2/‖S Sᵀ‖_F as in the authors' code (``newton_inv`` in
+    DeqingFu/transformers-icl-higher-order; the Frobenius norm, not the spectral norm the
+    paper's text suggests).  Here α = ``scale``/‖S Sᵀ‖_F with their scale = 2 by default.
+    Every M_k is a polynomial in S and each eigenvalue μ of M_k S follows
+    μ ← 1 − (1 − μ)² from μ_0 = αλ² ≤ scale·λ²/λ_max²; for scale < 2, or for S of rank > 1
+    (where ‖S Sᵀ‖_F > λ_max²), μ_0 < 2 and M_k → S⁺ quadratically on the range of S.  With
+    scale = 2 and a rank-one S (a single context point) μ_0 = 2 maps to 0 and the top
+    direction is lost: the authors' algorithm predicts 0 at position 1.  On the null space
+    M_0 = 0 and stays 0, so w_k → pinv(X) y, the min-norm OLS solution, also for i < d.
 
-    The spectral norm is batched: λ_max from ``eigvalsh`` of each Ĝ_i (w_k is invariant to
-    rescaling S, so Ĝ_i = G_i/i and b̂_i are used).  At i = 0, S = 0 and w = 0.
+    w_k is invariant to rescaling S, so Ĝ_i = G_i/i and b̂_i are used.  At i = 0, S = 0, w = 0.
     """
 
-    def __init__(self, steps: int, scale: float = 1.0):
+    def __init__(self, steps: int, scale: float = 2.0):
         check_int("steps", steps, 0)
         check_float("scale", scale, 0.0, strict=True, maximum=2.0)
-        if scale == 2.0:
-            raise ValueError("scale must be < 2: at scale = 2 the top eigendirection is lost (see docstring)")
         self.steps, self.scale = steps, scale
 
     def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         gram, moment = prefix_mean(outer_products(xs)), prefix_mean(label_moments(xs, ys))
-        top = torch.linalg.eigvalsh(gram)[..., -1]
-        alpha = torch.where(top > 0, self.scale / torch.where(top > 0, top, 1.0) ** 2, 0.0)
+        norm = torch.linalg.matrix_norm(gram @ gram.mT)  # Frobenius
+        alpha = torch.where(norm > 0, self.scale / torch.where(norm > 0, norm, 1.0), 0.0)
         m = alpha[..., None, None] * gram
         for _ in range(self.steps):
             m = 2 * m - m @ gram @ m
