@@ -201,6 +201,17 @@ def test_discrete_mmse_starts_at_pool_mean_and_single_task_pool_is_that_task():
     torch.testing.assert_close(single, pool[0].expand(3, 8, 3), rtol=0, atol=0)
 
 
+def test_discrete_mmse_is_stable_for_huge_residuals_and_the_same_in_batch_chunks(monkeypatch):
+    g = torch.Generator().manual_seed(0)
+    xs, pool = torch.randn(10, 4, 3, generator=g, dtype=torch.float64), torch.randn(50, 3, generator=g,
+                                                                                   dtype=torch.float64)
+    huge = DiscreteMMSE(pool, 1e-3).weights(xs, 100 * xs @ pool[3])  # logits ~ -1e8: log-sum-exp keeps it finite
+    assert torch.isfinite(huge).all()
+    whole = DiscreteMMSE(pool, 0.5).weights(xs, xs @ pool[7] + 0.1)
+    monkeypatch.setattr(DiscreteMMSE, "chunk_elements", 1)
+    torch.testing.assert_close(DiscreteMMSE(pool, 0.5).weights(xs, xs @ pool[7] + 0.1), whole, rtol=1e-13, atol=0)
+
+
 def test_discrete_mmse_identifies_the_task_in_the_pool():
     """Noiseless labels from pool row 2: the posterior concentrates on it."""
     pool = torch.randn(6, 4, generator=torch.Generator().manual_seed(9), dtype=torch.float64)

@@ -134,48 +134,6 @@ def test_marchenko_pastur_known_limits():
 
 
 # --- dMMSE ----------------------------------------------------------------------------------------
-def dmmse_loops(X, y, pool, noise):
-    """Plain numpy, explicit loops over batch and pool."""
-    out = np.zeros((X.shape[0], pool.shape[1]))
-    for b in range(X.shape[0]):
-        logits = [-np.sum((y[b] - X[b] @ w) ** 2) / (2 * noise**2) for w in pool]
-        top = max(logits)
-        weights = [math.exp(v - top) for v in logits]
-        total = sum(weights)
-        for m, w in enumerate(pool):
-            out[b] += weights[m] / total * w
-    return out
-
-
-@pytest.mark.parametrize("noise", [0.05, 0.5, 3.0])
-def test_dmmse_against_loops(noise):
-    rng = np.random.default_rng(5)
-    X, pool = rng.standard_normal((6, 5, 3)), rng.standard_normal((7, 3))
-    y = np.einsum("bnd,bd->bn", X, pool[rng.integers(0, 7, 6)]) + 0.3 * rng.standard_normal((6, 5))
-    got = rc.dmmse_weights(torch.from_numpy(X), torch.from_numpy(y), torch.from_numpy(pool), noise)
-    np.testing.assert_allclose(got.numpy(), dmmse_loops(X, y, pool, noise), rtol=1e-10, atol=1e-12)
-
-
-def test_dmmse_edge_cases(monkeypatch):
-    g = torch.Generator().manual_seed(0)
-    xs, pool = torch.randn(10, 4, 3, generator=g, dtype=torch.float64), torch.randn(50, 3, generator=g,
-                                                                                   dtype=torch.float64)
-    ys = (xs @ pool[3]) * 100  # huge residuals: logits ~ -1e8, still finite (log-sum-exp)
-    assert torch.isfinite(rc.dmmse_weights(xs, ys, pool, 1e-3)).all()
-    exact_ys = xs @ pool[7]
-    assert torch.allclose(rc.dmmse_weights(xs, exact_ys, pool, 0.0), pool[7].expand(10, 3))
-    assert torch.allclose(rc.dmmse_weights(xs[:, :0], exact_ys[:, :0], pool, 0.5), pool.mean(0).expand(10, 3))
-    assert torch.equal(rc.dmmse_weights(xs, exact_ys, pool[:1], 0.5), pool[:1].expand(10, 3))
-    # chunking over the batch gives the same answer
-    whole = rc.dmmse_weights(xs, exact_ys + 0.1, pool, 0.5)
-    monkeypatch.setattr(rc, "DMMSE_CHUNK_ELEMENTS", 1)
-    assert torch.allclose(rc.dmmse_weights(xs, exact_ys + 0.1, pool, 0.5), whole, rtol=1e-13)
-    with pytest.raises(ValueError, match="pool"):
-        rc.dmmse_weights(xs, ys, pool[:, :2], 0.5)
-    with pytest.raises(ValueError, match="noise"):
-        rc.dmmse_weights(xs, ys, pool, -1.0)
-
-
 def test_finite_pool_last_step():
     final = rc.FINITE_POOL_BAYES.derive()[-1].expression.rhs
     assert float(torch_function(final, [rc.sigma])(0.7)) == pytest.approx(0.49)

@@ -187,13 +187,19 @@ class DiscreteMMSE(LinearBaseline):
         check_float("noise", noise, 0.0, strict=True)
         self.noise = noise
 
+    #: the batch is split so that each (B, N, M) residual tensor stays under this many elements
+    chunk_elements = 2 ** 22
+
     def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         _check_dim("pool", self.pool, xs.shape[-1])
         pool = self.pool.to(xs.device)
+        chunk = max(1, self.chunk_elements // (xs.shape[1] * pool.shape[0]))
+        return torch.cat([self._posterior_mean(x, y, pool) for x, y in zip(xs.split(chunk), ys.split(chunk))])
+
+    def _posterior_mean(self, xs: torch.Tensor, ys: torch.Tensor, pool: torch.Tensor) -> torch.Tensor:
         residuals = ys[..., None] - xs @ pool.T  # (B, N, M)
         logits = -prefix_sum(residuals ** 2) / (2 * self.noise ** 2)
-        posterior = torch.exp(logits - torch.logsumexp(logits, dim=-1, keepdim=True))
-        return posterior @ pool
+        return torch.softmax(logits, dim=-1) @ pool
 
 
 class PowerMethod(Baseline):

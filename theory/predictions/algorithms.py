@@ -487,8 +487,8 @@ SAXE_RELATIVE_TOLERANCE = 0.02
 
 def verify_saxe(seed: int) -> list:
     """Full-batch GD (lr = 1e-3, until the formula is within 0.1% of s) on y = W2 W1 x, hidden width 3,
-    exactly whitened inputs (d_in = 4, d_out = 3, n = 32), targets of rank one with singular value s; balanced aligned init
-    W1 = √u0 r vᵀ, W2 = √u0 c rᵀ.  Mode strength cᵀ W2 W1 v vs u(t) with τ = 1/lr per step."""
+    exactly whitened inputs (d_in = 4, d_out = 3, n = 32), targets of rank one with singular value s;
+    balanced aligned init W1 = √u0 r vᵀ, W2 = √u0 c rᵀ.  Mode strength cᵀ W2 W1 v vs u(t) with τ = 1/lr per step."""
     generator = torch.Generator().manual_seed(seed)
     d_in, d_out, hidden, points = 4, 3, 3, 32
     s = float(1.5 + torch.rand(1, generator=generator, dtype=torch.float64))

@@ -103,7 +103,8 @@ def _derive() -> list[Step]:
     probes = sp.Matrix(3, DIM, lambda i, j: sp.Symbol(f"x{i + 1}{j + 1}", real=True))
     fitted = sp.simplify((probes.T * probes).inv() * probes.T * (probes * delta))
     steps.append(Step("ILWD: least-squares fit to the linear outputs Xδ on K = 3 probes (rank X = d): "
-                      "(XᵀX)⁻¹Xᵀ X δ", sp.Eq(sp.MatrixSymbol("w_hat_a_minus_w_hat_b", DIM, 1), sp.ImmutableMatrix(fitted))))
+                      "(XᵀX)⁻¹Xᵀ X δ",
+                      sp.Eq(sp.MatrixSymbol("w_hat_a_minus_w_hat_b", DIM, 1), sp.ImmutableMatrix(fitted))))
     ilwd_value = sp.expand((fitted.T * fitted)[0])
     steps.append(Step("so ILWD = ‖δ‖²", sp.Eq(sp.Symbol("ILWD"), ilwd_value)))
     identity = sp.expand(quadratic.subs({l11: 1, l21: 0, l22: 1}))

@@ -26,7 +26,7 @@ Predictions (each a ``Prediction``; ``PREDICTIONS`` lists them):
 * ``finite-pool-bayes`` (Raventós, Paul, Chen & Ganguli 2023, "Pretraining task
   diversity and the emergence of non-Bayesian in-context learning for regression",
   Sec. 2 "dMMSE"): the posterior mean under a uniform prior on a pool of M tasks,
-  ``dmmse_weights``; claims (a), (b) are inequalities, (c) is exact.
+  ``icl_sim.theory.DiscreteMMSE``; claims (a), (b) are inequalities, (c) is exact.
 
 Inequality claims are ``Exceeds`` comparisons: they pass when estimate − 3 s.e. > formula.
 """
@@ -43,6 +43,7 @@ from sympy.stats import Normal
 
 from icl_sim.seeding import make_generator
 from icl_sim.tasks.linear_regression import LinearRegression
+from icl_sim.theory.algorithms import DiscreteMMSE
 from icl_sim.theory.baselines import OLS, Averaging, Ridge
 from icl_sim.theory.symbolic import torch_function
 from icl_sim.validation import check_float, check_int
@@ -381,60 +382,8 @@ RIDGE_BAYES_RISK = Prediction(
 # =========================================================================================
 # 4. Finite task pool: the dMMSE posterior mean (Raventós et al. 2023)
 # =========================================================================================
-#: dmmse_weights splits the batch so that its (B, n, M) residual tensor stays under this many elements.
-DMMSE_CHUNK_ELEMENTS = 2 ** 22
-
-
-def dmmse_log_weights(xs: torch.Tensor, ys: torch.Tensor, pool: torch.Tensor, noise: float) -> torch.Tensor:
-    """Log posterior over the pool, (B, M): log softmax_m(−‖y − X w_m‖² / (2σ²)).
-
-    ``noise`` = 0 is the σ → 0 limit: all mass on the pool vector(s) of least residual.
-    """
-    xs, ys, pool = _check_dmmse(xs, ys, pool, noise)
-    parts = []
-    chunk = max(1, DMMSE_CHUNK_ELEMENTS // max(1, xs.shape[1] * pool.shape[0]))
-    for x, y in zip(xs.split(chunk), ys.split(chunk)):
-        residuals = ((y[..., None] - x @ pool.T) ** 2).sum(dim=1)  # (b, M)
-        if noise > 0:
-            parts.append(torch.log_softmax(-residuals / (2 * noise**2), dim=-1))
-        else:
-            best = (residuals == residuals.min(dim=-1, keepdim=True).values).to(residuals.dtype)
-            parts.append(torch.log(best / best.sum(-1, keepdim=True)))
-    return torch.cat(parts)
-
-
-def dmmse_weights(xs: torch.Tensor, ys: torch.Tensor, pool: torch.Tensor, noise: float) -> torch.Tensor:
-    """The dMMSE estimate: the posterior mean of w given (xs, ys) under a uniform prior on ``pool``.
-
-    ŵ = Σ_m w_m softmax_m(−‖y − X w_m‖² / (2σ²))  (Raventós et al. 2023, Sec. 2),
-    the Bayes-optimal predictor when tasks are drawn uniformly from the pool.
-
-    ``xs`` (B, n, d), ``ys`` (B, n) (n = 0 gives the pool mean), ``pool`` (M, d), ``noise`` σ >= 0
-    (σ = 0: the σ → 0 limit, an average of the least-residual pool vectors).  Returns (B, d)
-    float64 on the device of ``xs``.  Vectorised over the batch and the pool (chunked over
-    the batch to bound memory); the softmax subtracts its maximum (log-sum-exp stable).
-    Pure: no state, no randomness.  For per-position predictions apply it to each prefix.
-    """
-    log_weights = dmmse_log_weights(xs, ys, pool, noise)
-    return log_weights.exp() @ pool.to(device=xs.device, dtype=torch.float64)
-
-
-def _check_dmmse(xs, ys, pool, noise):
-    if xs.ndim != 3:
-        raise ValueError(f"xs must be (B, n, d), got shape {tuple(xs.shape)}")
-    if ys.shape != xs.shape[:2]:
-        raise ValueError(f"ys must be (B, n) = {tuple(xs.shape[:2])}, got shape {tuple(ys.shape)}")
-    if pool.ndim != 2 or pool.shape[1] != xs.shape[2] or pool.shape[0] < 1:
-        raise ValueError(f"pool must be (M, d) with M >= 1 and d = {xs.shape[2]}, got shape {tuple(pool.shape)}")
-    check_float("noise", noise, 0.0)
-    device = xs.device
-    return (xs.to(torch.float64), ys.to(device=device, dtype=torch.float64),
-            pool.to(device=device, dtype=torch.float64))
-
-
 def _derive_finite_pool() -> list[Step]:
     y, r1, r2 = sp.symbols("y r_1 r_2", real=True)
-    j = sp.Symbol("j", positive=True, integer=True)
     likelihood = lambda r: (2 * sp.pi * sigma**2) ** (-n / 2) * sp.exp(-r / (2 * sigma**2))  # noqa: E731
     steps = [Step("Gaussian likelihood of the context given task m, r_m = ‖y − X w_m‖²",
                   sp.Eq(sp.Symbol("p_m"), likelihood(r1)))]
@@ -459,8 +408,7 @@ POOL_M1_FORMULA = _derive_finite_pool()[-1].expression.rhs
 
 def _dmmse_errors(prompt, pool, noise, points) -> torch.Tensor:
     """Query squared error of dMMSE after ``points`` examples: position ``points`` of ``prompt``."""
-    w = dmmse_weights(prompt.xs[:, :points], prompt.ys[:, :points], pool, noise)
-    return ((prompt.xs[:, points] * w).sum(-1) - prompt.ys[:, points]) ** 2
+    return _squared_errors(DiscreteMMSE(pool, noise), prompt)[:, points]
 
 
 def _verify_finite_pool(seed: int) -> list[Comparison]:
