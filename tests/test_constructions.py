@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from icl_sim.theory import GD
+from icl_sim.theory import GD, PreconditionedGD
 from icl_sim.theory.constructions import constructed_lsa, gd_lsa_weights
 
 
@@ -78,3 +78,17 @@ def test_weights_shapes_and_dtype():
 def test_bad_arguments(kwargs):
     with pytest.raises(ValueError):
         gd_lsa_weights(**kwargs)
+
+
+@pytest.mark.parametrize("layers", [1, 3])
+def test_constructed_lsa_equals_the_preconditioned_gd_baseline(layers):
+    """Two independent implementations: the loaded LSA weights and PreconditionedGD, any (non-symmetric) P."""
+    generator = torch.Generator().manual_seed(layers)
+    dim, points = 4, 12
+    preconditioner = torch.eye(dim, dtype=torch.float64) + 0.3 * torch.randn(dim, dim, generator=generator,
+                                                                           dtype=torch.float64)
+    xs = torch.randn(5, points, dim, generator=generator, dtype=torch.float64)
+    ys = torch.randn(5, points, generator=generator, dtype=torch.float64)
+    model = constructed_lsa(dim, points, layers, 0.4, preconditioner)
+    expected = PreconditionedGD(layers, 0.4, preconditioner).predict(xs, ys)
+    torch.testing.assert_close(model.predict(xs, ys), expected, atol=1e-10, rtol=0)
