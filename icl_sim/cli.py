@@ -180,7 +180,7 @@ def eval_command(run_dir, num_prompts, seed, device):
     from icl_sim.reports import evaluate_run, final_position_summary
 
     records, paths = evaluate_run(run_dir, num_prompts=num_prompts, seed=seed, device=device)
-    click.echo("error at the last position (mean [95% bootstrap interval]):")
+    click.echo("metric at the last position, by predictor and slice of prompts (mean [95% bootstrap interval]):")
     for line in final_position_summary(records):
         click.echo(f"  {line}")
     for kind, path in paths.items():

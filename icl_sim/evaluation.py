@@ -33,8 +33,9 @@ class Metric:
 
 
 def squared_error(preds: torch.Tensor, targets: torch.Tensor, dim: int) -> torch.Tensor:
-    """(pred − y)² / d: Garg et al.'s normalisation, so predicting 0 scores E[y²]/d."""
-    return (preds - targets) ** 2 / dim
+    """‖pred − y‖² / d: Garg et al.'s normalisation, so predicting 0 scores E[‖y‖²]/d."""
+    errors = (preds - targets) ** 2
+    return (errors.sum(dim=-1) if errors.ndim == 3 else errors) / dim
 
 
 def sign_accuracy(preds: torch.Tensor, targets: torch.Tensor, dim: int) -> torch.Tensor:
@@ -47,11 +48,17 @@ def cosine(preds: torch.Tensor, targets: torch.Tensor, dim: int) -> torch.Tensor
     return F.cosine_similarity(preds, targets, dim=-1)
 
 
+def absolute_cosine(preds: torch.Tensor, targets: torch.Tensor, dim: int) -> torch.Tensor:
+    """|cosine|: agreement of directions up to sign (principal components have no sign)."""
+    return cosine(preds, targets, dim).abs()
+
+
 # A new metric is one entry here; tasks name it in their ``metric`` attribute.
 METRICS: dict[str, Metric] = {
     "squared_error": Metric(squared_error, "squared error / d"),
     "accuracy": Metric(sign_accuracy, "accuracy"),
     "cosine": Metric(cosine, "cosine similarity"),
+    "absolute_cosine": Metric(absolute_cosine, "|cosine similarity|"),
 }
 
 
@@ -60,9 +67,10 @@ def prompt_errors(predictor: Predictor, prompt: Prompt, metric: str) -> torch.Te
     check_choice("metric", metric, sorted(METRICS))
     with torch.no_grad():
         preds = predictor.predict(prompt.xs, prompt.ys)
-    if preds.shape != prompt.ys.shape:
-        raise ValueError(f"predict returned shape {tuple(preds.shape)}, expected {tuple(prompt.ys.shape)}")
-    return METRICS[metric].function(preds.to(torch.float64), prompt.ys.to(torch.float64), prompt.dim)
+    target = prompt.target
+    if preds.shape != target.shape:
+        raise ValueError(f"predict returned shape {tuple(preds.shape)}, expected {tuple(target.shape)}")
+    return METRICS[metric].function(preds.to(torch.float64), target.to(torch.float64), prompt.dim)
 
 
 def bootstrap_interval(values: torch.Tensor, *, resamples: int = 1000, confidence: float = 0.95,
@@ -112,27 +120,37 @@ def evaluate(predictors: Mapping[str, Predictor], task, *, num_prompts: int = 12
              confidence: float = 0.95) -> list[dict]:
     """Per-position ``task.metric`` of every predictor on the same held-out prompts.
 
-    Returns one record per (predictor, position): ``predictor``, ``position`` (the
-    number of in-context examples), ``metric``, ``mean``, ``ci_low``, ``ci_high``
-    (percentile bootstrap over prompts) and ``num_prompts``.
+    Returns one record per (predictor, slice, position): ``predictor``, ``position``
+    (the number of in-context examples), ``metric``, ``mean``, ``ci_low``, ``ci_high``
+    (percentile bootstrap over prompts), ``num_prompts`` and ``slice`` ("all", or a
+    subset the task names in ``slices``).  Tasks that label only the final query
+    (``evaluated_positions == "last"``) get records for that position alone.
     """
     if not predictors:
         raise ValueError("predictors must name at least one predictor")
     check_choice("task.metric", task.metric, sorted(METRICS))
-    errors: dict[str, list[torch.Tensor]] = {name: [] for name in predictors}
+    last_only = task.evaluated_positions == "last"
+    errors: dict[tuple[str, str], list[torch.Tensor]] = {}
     for prompt in eval_prompts(task, num_prompts=num_prompts, batch_size=batch_size, seed=seed,
                                device=device, points=points):
+        masks = {"all": torch.ones(prompt.batch_size, dtype=torch.bool), **task.slices(prompt)}
         for name, predictor in predictors.items():
-            errors[name].append(prompt_errors(predictor, prompt, task.metric).cpu())
+            values = prompt_errors(predictor, prompt, task.metric).cpu()
+            values = values[:, -1:] if last_only else values
+            for slice_name, mask in masks.items():
+                errors.setdefault((name, slice_name), []).append(values[mask.cpu()])
 
     records = []
-    for name, batches in errors.items():
-        mean, low, high = bootstrap_interval(torch.cat(batches), resamples=bootstrap, confidence=confidence,
-                                             seed=seed)
+    for (name, slice_name), batches in errors.items():
+        values = torch.cat(batches)
+        if len(values) == 0:
+            continue
+        positions = [prompt.points - 1] if last_only else range(values.shape[1])
+        mean, low, high = bootstrap_interval(values, resamples=bootstrap, confidence=confidence, seed=seed)
         records.extend(
             {"predictor": name, "position": position, "metric": task.metric, "mean": m, "ci_low": lo,
-             "ci_high": hi, "num_prompts": num_prompts}
-            for position, (m, lo, hi) in enumerate(zip(mean.tolist(), low.tolist(), high.tolist())))
+             "ci_high": hi, "num_prompts": len(values), "slice": slice_name}
+            for position, m, lo, hi in zip(positions, mean.tolist(), low.tolist(), high.tolist()))
     return records
 
 

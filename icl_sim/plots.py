@@ -51,6 +51,36 @@ def plot_error_curves(records: Sequence[Mapping], path, *, title: str | None = N
     return path
 
 
+def plot_bars(records: Sequence[Mapping], path, *, title: str | None = None) -> Path:
+    """Mean metric with its bootstrap interval per predictor, one bar group per slice of prompts.
+
+    For tasks scored at their final query only, where a curve over positions has one point.
+    """
+    from icl_sim.evaluation import METRICS
+
+    path = _check_path(path)
+    if not records:
+        raise ValueError("records must not be empty")
+    metric = records[0]["metric"]
+    slices = list(dict.fromkeys(record.get("slice", "all") for record in records))
+    predictors = list(dict.fromkeys(record["predictor"] for record in records))
+    width = 0.8 / len(slices)
+    with _figure(path, panels=1) as (axes,):
+        for offset, (color, slice_name) in enumerate(zip(_palette(len(slices)), slices)):
+            rows = {r["predictor"]: r for r in records if r.get("slice", "all") == slice_name}
+            xs = [index + offset * width for index, name in enumerate(predictors) if name in rows]
+            shown = [rows[name] for name in predictors if name in rows]
+            means = [row["mean"] for row in shown]
+            errors = [[row["mean"] - row["ci_low"] for row in shown], [row["ci_high"] - row["mean"] for row in shown]]
+            axes.bar(xs, means, width=width, color=color, yerr=errors, capsize=2, label=slice_name)
+        axes.set_xticks([index + 0.4 - width / 2 for index in range(len(predictors))], predictors, rotation=20)
+        axes.set_ylabel(METRICS[metric].label if metric in METRICS else metric)
+        if title is not None:
+            axes.set_title(title)
+        axes.legend(frameon=False, title="prompts")
+    return path
+
+
 Panel = tuple[str, Mapping[str, Sequence[float]], Mapping[str, float]]
 
 

@@ -19,8 +19,9 @@ class Predictor(Protocol):
 
 
 def check_prompt_shapes(xs: torch.Tensor, ys: torch.Tensor) -> None:
-    """Raise ``ValueError`` unless ``xs`` is (B, N, d) and ``ys`` is (B, N)."""
+    """Raise ``ValueError`` unless ``xs`` is (B, N, d) and ``ys`` is (B, N) or (B, N, k)."""
     if xs.ndim != 3:
         raise ValueError(f"xs must have shape (B, N, d), got {tuple(xs.shape)}")
-    if ys.shape != xs.shape[:2]:
-        raise ValueError(f"ys must have shape {tuple(xs.shape[:2])} to match xs, got {tuple(ys.shape)}")
+    if ys.shape[:2] != xs.shape[:2] or ys.ndim not in (2, 3):
+        raise ValueError(f"ys must have shape {tuple(xs.shape[:2])} or {tuple(xs.shape[:2])} + (k,) to match xs, "
+                         f"got {tuple(ys.shape)}")

@@ -43,7 +43,7 @@ def load_checkpoint(run_dir, device="cpu") -> dict:
 def build_run_model(config: TrainConfig) -> InContextModel:
     """The (untrained) model that ``config`` describes, sized by its task."""
     task = make_task(config.task, **config.task_params)
-    return build_model(config.model, task.dim, task.points, **config.model_params)
+    return build_model(config.model, task.dim, task.points, task.target_dim, **config.model_params)
 
 
 def load_run(run_dir, device="cpu") -> InContextModel:

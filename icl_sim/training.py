@@ -60,11 +60,30 @@ def training_batch(task: Task, config: TrainConfig, step: int, device: torch.dev
     return task.sample(config.batch_size, generator, points=points, active_dims=dims)
 
 
-def regression_loss(model, prompt: Prompt, loss_on: str) -> torch.Tensor:
-    """Mean squared error at the last position, or averaged over all positions."""
-    if loss_on == "last":
-        return (model.last_prediction(prompt.xs, prompt.ys).float() - prompt.ys[:, -1]).square().mean()
-    return (model(prompt.xs, prompt.ys).float() - prompt.ys).square().mean()
+def squared_error_loss(preds: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean squared error over prompts, positions and the components of vector targets."""
+    return (preds - targets).square().mean()
+
+
+def logistic_loss(preds: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """log(1 + exp(−y·f)) for ±1 labels y and real scores f, averaged."""
+    return torch.nn.functional.softplus(-targets * preds).mean()
+
+
+#: training losses by name; a task names its loss in its ``loss`` attribute
+LOSSES = {"squared_error": squared_error_loss, "logistic": logistic_loss}
+
+
+def task_loss(model, prompt: Prompt, task: Task, loss_on: str) -> torch.Tensor:
+    """The task's loss at the last position, or averaged over all positions.
+
+    Tasks whose only label is the final query (``evaluated_positions == "last"``)
+    are always trained on the last position.
+    """
+    loss = LOSSES[task.loss]
+    if loss_on == "last" or task.evaluated_positions == "last":
+        return loss(model.last_prediction(prompt.xs, prompt.ys).float(), prompt.target[:, -1])
+    return loss(model(prompt.xs, prompt.ys).float(), prompt.target)
 
 
 def _make_optimizer(model: InContextModel, config: TrainConfig) -> torch.optim.Optimizer:
@@ -137,7 +156,7 @@ def _run_steps(model, optimizer, scheduler, task, config, run_dir, device, start
             prompt = training_batch(task, config, step, device)
             torch.manual_seed(derive_seed(config.seed, "dropout", step))
             with autocast:
-                loss = regression_loss(forward, prompt, config.loss_on)
+                loss = task_loss(forward, prompt, task, config.loss_on)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if config.grad_clip:

@@ -15,15 +15,27 @@ class Task(Protocol):
     ``sample`` draws ``batch_size`` prompts on ``generator.device``; the generator is
     the only source of randomness, so equal generator states give equal prompts.
     ``points`` and ``active_dims`` let a curriculum shorten prompts and zero the
-    trailing input coordinates.
+    trailing input coordinates (a task may reject what it cannot honour).
+
+    ``metric`` names an ``icl_sim.evaluation.METRICS`` entry and ``loss`` an
+    ``icl_sim.training.LOSSES`` entry; ``target_dim`` is k for (B, N, k) targets
+    and 1 for scalar ones; ``evaluated_positions`` is "all" when every position has
+    a label to predict and "last" when only the final query does (e.g. a graph
+    question after its edges).  ``slices(prompt)`` may name subsets of prompts,
+    as boolean masks (B,), that evaluation reports beside the whole.
     """
 
     name: ClassVar[str]
     metric: ClassVar[str]
+    loss: ClassVar[str]
+    evaluated_positions: ClassVar[str]
     dim: int
     points: int
+    target_dim: int
 
     def sample(self, batch_size: int, generator: torch.Generator, *, points: int | None = None,
                active_dims: int | None = None, dtype: torch.dtype = torch.float32) -> Prompt: ...
 
     def baselines(self) -> Mapping[str, Predictor]: ...
+
+    def slices(self, prompt: Prompt) -> Mapping[str, torch.Tensor]: ...

@@ -32,6 +32,9 @@ class LinearRegression:
 
     name: ClassVar[str] = "linear-regression"
     metric: ClassVar[str] = "squared_error"
+    loss: ClassVar[str] = "squared_error"
+    evaluated_positions: ClassVar[str] = "all"
+    target_dim: ClassVar[int] = 1
 
     dim: int = _help("input dimension d", 20)
     points: int = _help("points per prompt N (the last one is the final query)", 41)
@@ -149,6 +152,10 @@ class LinearRegression:
         if self.noise > 0:
             predictors["Ridge (Bayes)"] = Ridge(self.noise**2 / self.prior_scale**2)
         return predictors
+
+    def slices(self, prompt: Prompt) -> dict:
+        """No named subsets: every prompt is alike."""
+        return {}
 
     def trivial_error(self) -> float:
         """E[y²]/d: the normalised risk of predicting 0, the dashed line of Garg et al."""

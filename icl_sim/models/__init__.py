@@ -8,8 +8,8 @@ from icl_sim.models.lsa import LinearSelfAttention
 MODELS = {"lsa": LinearSelfAttention, "gpt": GPT}
 
 
-def build_model(name: str, dim: int, points: int, **params) -> InContextModel:
-    """The model family ``name`` for prompts of ``points`` points in ``dim`` dimensions."""
+def build_model(name: str, dim: int, points: int, target_dim: int = 1, **params) -> InContextModel:
+    """The model family ``name`` for prompts of ``points`` points in ``dim`` dimensions, k = ``target_dim`` labels."""
     if name not in MODELS:
         raise ValueError(f"model must be one of {', '.join(MODELS)}; got {name!r}")
     model_class = MODELS[name]
@@ -17,7 +17,7 @@ def build_model(name: str, dim: int, points: int, **params) -> InContextModel:
         config = model_class.Config(**params)
     except TypeError as error:
         raise ValueError(f"bad parameter for model {name!r}: {error}") from None
-    return model_class(dim, points, config)
+    return model_class(dim, points, config, target_dim)
 
 
 __all__ = ["GPT", "MODELS", "InContextModel", "LinearSelfAttention", "build_model"]

@@ -104,18 +104,20 @@ class GPT(InContextModel):
 
     Config = GPTConfig
 
-    def __init__(self, dim: int, points: int, config: GPTConfig):
+    def __init__(self, dim: int, points: int, config: GPTConfig = GPTConfig(), target_dim: int = 1):
         super().__init__()
         check_int("dim", dim, 1)
         check_int("points", points, 1)
-        self.dim, self.points, self.config = dim, points, config
+        check_int("target_dim", target_dim, 1)
+        self.dim, self.points, self.config, self.target_dim = dim, points, config, target_dim
+        self.width = max(dim, target_dim)  # x and y tokens are zero-padded to a common width
         n_embd, n_layer, n_head = config.dims
-        self.read_in = nn.Linear(dim, n_embd)
+        self.read_in = nn.Linear(self.width, n_embd)
         self.positions = nn.Embedding(2 * points, n_embd)
         self.embed_dropout = nn.Dropout(config.dropout)
         self.blocks = nn.ModuleList(Block(n_embd, n_head, config.dropout) for _ in range(n_layer))
         self.ln_f = nn.LayerNorm(n_embd)
-        self.read_out = nn.Linear(n_embd, 1)
+        self.read_out = nn.Linear(n_embd, target_dim)
         self._init_weights(n_layer)
 
     def _init_weights(self, n_layer: int) -> None:
@@ -137,13 +139,18 @@ class GPT(InContextModel):
             raise ValueError(f"xs must have {self.dim} features (dim), got {dim}")
         if n > self.points:
             raise ValueError(f"prompt has {n} points but the model was built for at most points={self.points}")
-        ys_wide = F.pad(ys.unsqueeze(-1), (0, dim - 1))
-        tokens = torch.stack((xs, ys_wide), dim=2).reshape(batch, 2 * n, dim)
+        labels = ys.unsqueeze(-1) if ys.ndim == 2 else ys
+        if labels.shape[-1] != self.target_dim:
+            raise ValueError(f"ys must carry target_dim={self.target_dim} labels per point, got {tuple(ys.shape)}")
+        xs_wide = F.pad(xs, (0, self.width - dim))
+        ys_wide = F.pad(labels, (0, self.width - self.target_dim))
+        tokens = torch.stack((xs_wide, ys_wide), dim=2).reshape(batch, 2 * n, self.width)
         return self.embed_dropout(self.read_in(tokens) + self.positions.weight[: 2 * n])
 
     def _predict_from(self, h: torch.Tensor) -> torch.Tensor:
-        """Final LayerNorm and read-out at the x tokens: (B, 2N, n_embd) -> (B, N)."""
-        return self.read_out(self.ln_f(h[:, ::2])).squeeze(-1)
+        """Final LayerNorm and read-out at the x tokens: (B, 2N, n_embd) -> (B, N) or (B, N, k)."""
+        out = self.read_out(self.ln_f(h[:, ::2]))
+        return out.squeeze(-1) if self.target_dim == 1 else out
 
     def hidden_states(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
         """Residual stream (B, 2N, n_embd) after the embedding and after each block (n_layer + 1 entries)."""

@@ -44,33 +44,47 @@ class LSAConfig:
 
 
 class LinearSelfAttention(InContextModel):
-    """L layers of full-parameter linear self-attention over (x, y) tokens."""
+    """L layers of full-parameter linear self-attention over (x, y) tokens.
+
+    Labels may be vectors: with ``target_dim`` k > 1 the tokens are (x, y) ∈ R^{d+k}, ys is
+    (B, N, k) and the prediction is minus the query's k label slots.
+    """
 
     Config = LSAConfig
 
-    def __init__(self, dim: int, points: int, config: LSAConfig = LSAConfig()):
+    def __init__(self, dim: int, points: int, config: LSAConfig = LSAConfig(), target_dim: int = 1):
         super().__init__()
         check_int("dim", dim, 1)
         check_int("points", points, 1)
-        self.dim, self.points, self.config = dim, points, config
-        shape = (config.layers, config.heads, dim + 1, dim + 1)
+        check_int("target_dim", target_dim, 1)
+        self.dim, self.points, self.config, self.target_dim = dim, points, config, target_dim
+        shape = (config.layers, config.heads, dim + target_dim, dim + target_dim)
         self.value = nn.Parameter(config.init_scale * torch.randn(shape))  # P = W_PV per layer and head
         self.key_query = nn.Parameter(config.init_scale * torch.randn(shape))  # Q = W_KQ per layer and head
 
     def prefix_moments(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        """Γ_i = (1/max(i, 1)) Σ_{j<i} z_j z_jᵀ for every position i: (B, N, d+1, d+1)."""
-        outer = _outer(_tokens(xs, ys))
+        """Γ_i = (1/max(i, 1)) Σ_{j<i} z_j z_jᵀ for every position i: (B, N, d+k, d+k)."""
+        outer = _outer(_tokens(xs, self._labels(ys)))
         exclusive = torch.cumsum(outer, dim=1) - outer
         counts = torch.arange(xs.shape[1], device=xs.device).clamp(min=1).to(xs.dtype)
         return exclusive / counts[:, None, None]
 
     def layer_predictions(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
-        return self._propagate(self.prefix_moments(xs, ys), _tokens(xs, torch.zeros_like(ys)))
+        labels = self._labels(ys)
+        return self._propagate(self.prefix_moments(xs, ys), _tokens(xs, torch.zeros_like(labels)))
 
     def last_prediction(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """The final position only, from Γ of the first N − 1 points: N times cheaper for training."""
-        context = _outer(_tokens(xs[:, :-1], ys[:, :-1])).sum(dim=1) / max(xs.shape[1] - 1, 1)
-        return self._propagate(context, _tokens(xs[:, -1], torch.zeros_like(ys[:, -1])))[-1]
+        labels = self._labels(ys)
+        context = _outer(_tokens(xs[:, :-1], labels[:, :-1])).sum(dim=1) / max(xs.shape[1] - 1, 1)
+        return self._propagate(context, _tokens(xs[:, -1], torch.zeros_like(labels[:, -1])))[-1]
+
+    def _labels(self, ys: torch.Tensor) -> torch.Tensor:
+        """Labels as (..., N, k), whether given as (B, N) scalars or (B, N, k) vectors."""
+        labels = ys.unsqueeze(-1) if self.target_dim == 1 and ys.ndim == 2 else ys
+        if labels.shape[-1] != self.target_dim:
+            raise ValueError(f"ys must carry target_dim={self.target_dim} labels per point, got {tuple(ys.shape)}")
+        return labels
 
     def _propagate(self, gamma: torch.Tensor, query: torch.Tensor) -> list[torch.Tensor]:
         """Run the layers on context moments Γ (..., D, D) and query tokens (..., D); ŷ after each layer."""
@@ -82,16 +96,17 @@ class LinearSelfAttention(InContextModel):
             update = torch.einsum("hij,...hj->...i", value, attended)  # Σ_h P_h Γ Q_h z
             if layer + 1 < self.config.layers:
                 step = torch.einsum("hij,...jk,hkl->...il", value, gamma, key_query)
-                step = step + torch.eye(self.dim + 1, device=query.device, dtype=query.dtype)
+                step = step + torch.eye(self.dim + self.target_dim, device=query.device, dtype=query.dtype)
                 gamma = step @ gamma @ step.transpose(-1, -2)
             query = query + update
-            predictions.append(-query[..., -1])
+            prediction = -query[..., self.dim:]
+            predictions.append(prediction.squeeze(-1) if self.target_dim == 1 else prediction)
         return predictions
 
 
-def _tokens(xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-    """Tokens z = (x, y): (..., d + 1)."""
-    return torch.cat([xs, ys.unsqueeze(-1)], dim=-1)
+def _tokens(xs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Tokens z = (x, y): (..., d + k)."""
+    return torch.cat([xs, labels], dim=-1)
 
 
 def _outer(tokens: torch.Tensor) -> torch.Tensor:
