@@ -139,9 +139,11 @@ def _config_from_options(options) -> TrainConfig:
     if task_class is None:
         raise ValueError(f"task must be one of {', '.join(TASKS)}; got {options['task']!r}")
     task_params = parse_parameters(task_class, options["task_params"])
-    for name in ("dim", "points"):
-        if options[name] is not None:
-            task_params[name] = options[name]
+    # --dim sets the task's dimension parameter, whatever the family calls it (e.g. `n` for Boolean inputs)
+    names = {"dim": getattr(task_class, "dim_parameter", "dim"), "points": "points"}
+    for option, parameter in names.items():
+        if options[option] is not None:
+            task_params[parameter] = options[option]
     make_task(options["task"], **task_params)  # validate now, before a run directory is made
     model = options["model"]
     model_params = parse_parameters(MODELS[model].Config, options["model_params"])
