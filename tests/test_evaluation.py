@@ -145,3 +145,42 @@ def test_write_table_round_trips_and_plot_writes_png(tmp_path):
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.stat().st_size > 1000
     with pytest.raises(ValueError, match="path"):
         plot_error_curves(records, tmp_path / "curves.jpg")
+
+
+class SignOfFirstCoordinate:
+    """A stand-in task scored at its last query only, with a named slice of prompts."""
+
+    name, metric, loss, evaluated_positions, target_dim = "sign", "accuracy", "logistic", "last", 1
+    dim, points = 3, 5
+
+    def sample(self, batch_size, generator, *, points=None, active_dims=None, dtype=torch.float32):
+        xs = torch.randn(batch_size, points or self.points, self.dim, generator=generator, dtype=dtype)
+        return Prompt(xs, torch.sign(xs[..., 0]))
+
+    def slices(self, prompt):
+        return {"positive": prompt.ys[:, -1] > 0}
+
+
+class SignOracle:
+    def predict(self, xs, ys):
+        return torch.sign(xs[..., 0])
+
+
+def test_last_query_tasks_report_only_the_last_position_and_every_slice():
+    records = evaluate({"oracle": SignOracle(), "zero": Zero()}, SignOfFirstCoordinate(), num_prompts=400,
+                       batch_size=128, bootstrap=100)
+    assert {r["position"] for r in records} == {4}
+    by_key = {(r["predictor"], r["slice"]): r for r in records}
+    assert by_key["oracle", "all"]["mean"] == 1.0 and by_key["zero", "all"]["mean"] == 0.0
+    positives = by_key["oracle", "positive"]["num_prompts"]
+    assert by_key["oracle", "all"]["num_prompts"] == 400
+    assert abs(positives - 200) < 4 * 10  # Binomial(400, 1/2): standard deviation 10
+
+
+def test_logistic_loss_is_log_one_plus_exp_of_minus_margin():
+    from icl_sim.training import logistic_loss
+
+    scores = torch.tensor([-3.0, -0.5, 0.0, 2.0], dtype=torch.float64)
+    labels = torch.tensor([1.0, -1.0, 1.0, -1.0], dtype=torch.float64)
+    expected = sum(math.log1p(math.exp(-y * f)) for f, y in zip(scores.tolist(), labels.tolist())) / 4
+    assert float(logistic_loss(scores, labels)) == pytest.approx(expected, rel=1e-12)

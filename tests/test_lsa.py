@@ -15,18 +15,19 @@ def token_level_reference(model, xs, ys):
     """Literal LSA on token matrices, one prompt and one prefix at a time (Ahn et al. 2023, eq. (2))."""
     value, key_query = model.value.detach(), model.key_query.detach()
     layers, heads = value.shape[:2]
-    out = torch.zeros(layers, *ys.shape, dtype=xs.dtype)
+    labels = ys.unsqueeze(-1) if ys.ndim == 2 else ys
+    out = torch.zeros(layers, *labels.shape, dtype=xs.dtype)
     for b in range(xs.shape[0]):
         for i in range(xs.shape[1]):
-            context_ys = torch.cat([ys[b, :i], torch.zeros(1, dtype=ys.dtype)])
-            Z = torch.cat([xs[b, : i + 1], context_ys[:, None]], dim=1).T  # (d+1) x (i+1), query last
+            context = torch.cat([labels[b, :i], torch.zeros(1, labels.shape[-1], dtype=ys.dtype)])
+            Z = torch.cat([xs[b, : i + 1], context], dim=1).T  # (d+k) x (i+1), query last
             mask = torch.eye(i + 1, dtype=xs.dtype)
             mask[i, i] = 0  # the query is not a key
             for layer in range(layers):
                 attention = sum(value[layer, h] @ Z @ mask @ Z.T @ key_query[layer, h] @ Z for h in range(heads))
                 Z = Z + attention / max(i, 1)
-                out[layer, b, i] = -Z[-1, -1]
-    return out
+                out[layer, b, i] = -Z[xs.shape[-1]:, -1]
+    return out if ys.ndim == 3 else out.squeeze(-1)
 
 
 @pytest.fixture
@@ -42,6 +43,18 @@ def test_matches_token_level_reference(prompt64):
     model = build_model("lsa", 4, 7, layers=3, heads=2, init_scale=0.3).double()
     expected = token_level_reference(model, xs, ys)
     for layer, preds in enumerate(model.layer_predictions(xs, ys)):
+        torch.testing.assert_close(preds, expected[layer], atol=1e-11, rtol=1e-11)
+    torch.testing.assert_close(model.last_prediction(xs, ys), expected[-1][:, -1], atol=1e-11, rtol=1e-11)
+
+
+def test_vector_labels_match_token_level_reference(prompt64):
+    xs, _ = prompt64
+    ys = torch.randn(*xs.shape[:2], 3, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    torch.manual_seed(3)
+    model = build_model("lsa", 4, 7, target_dim=3, layers=2, heads=2, init_scale=0.3).double()
+    expected = token_level_reference(model, xs, ys)
+    for layer, preds in enumerate(model.layer_predictions(xs, ys)):
+        assert preds.shape == ys.shape
         torch.testing.assert_close(preds, expected[layer], atol=1e-11, rtol=1e-11)
     torch.testing.assert_close(model.last_prediction(xs, ys), expected[-1][:, -1], atol=1e-11, rtol=1e-11)
 
