@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from icl_sim.tasks.base import Task
+from icl_sim.tasks.boolean import Boolean
 from icl_sim.tasks.linear_regression import LinearRegression
 
-TASKS = {cls.name: cls for cls in (LinearRegression,)}
+TASKS = {cls.name: cls for cls in (LinearRegression, Boolean,)}
 
 
 def make_task(name: str, **params) -> Task:
