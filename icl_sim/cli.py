@@ -189,6 +189,55 @@ def eval_command(run_dir, num_prompts, seed, device):
         click.echo(f"{kind}: {path}")
 
 
+@cli.command("probe")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--algorithm", required=True, help="gd, preconditioned-gd, gd-plus-plus, newton, ridge, power-method")
+@click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True, help="algorithm steps 1..K")
+@click.option("--num-prompts", type=click.IntRange(min=2), default=1024, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="evaluation seed")
+@click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object {records, best}")
+def probe_command(run_dir, algorithm, steps, num_prompts, seed, device, as_json):
+    """Match every layer of a trained model with steps of an algorithm.
+
+    \b
+    Metrics, per layer and step, on the final query of held-out prompts:
+      residual_cosine        cosine of the error vectors ŷ − y across prompts (Fu et al.); higher is closer
+      sensitivity_cosine     mean cosine of ∂ŷ/∂x_query (von Oswald et al.); higher is closer
+      prediction_difference  mean (ŷ_model − ŷ_algorithm)² (Akyürek et al.'s SPD); lower is closer
+      weight_difference      mean ‖ŵ_model − ŵ_algorithm‖² of implicit linear weights (ILWD); lower is closer
+    For each (layer, step) the algorithm's hyper-parameters are those closest to the layer.
+    Writes RUN_DIR/probe/ALGORITHM.{csv,json} and ALGORITHM.png (layer × step residual cosine).
+    """
+    import json
+    from pathlib import Path
+
+    from icl_sim.evaluation import write_table
+    from icl_sim.plots import plot_heatmap
+    from icl_sim.probing import probe
+    from icl_sim.run_io import load_config, load_run
+    from icl_sim.training import resolve_device
+
+    config = load_config(run_dir)
+    device = resolve_device(device)
+    result = probe(load_run(run_dir, device), make_task(config.task, **config.task_params), algorithm, steps=steps,
+                   num_prompts=num_prompts, seed=seed, device=device)
+    out_dir = Path(run_dir) / "probe"
+    write_table(result["records"], out_dir, algorithm)
+    cosines = {(r["layer"], r["step"]): r["value"] for r in result["records"] if r["metric"] == "residual_cosine"}
+    layers = sorted({layer for layer, _ in cosines})
+    plot_heatmap([[cosines[layer, step] for step in range(1, steps + 1)] for layer in layers],
+                 out_dir / f"{algorithm}.png", rows=layers, columns=range(1, steps + 1), xlabel=f"{algorithm} step",
+                 ylabel="layer", colorbar="residual cosine", title=f"{config.model} vs {algorithm}")
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        for layer, step in result["best"].items():
+            click.echo(f"layer {layer}: closest to {algorithm} step {step} "
+                       f"(residual cosine {cosines[layer, step]:.4f})")
+        click.echo(f"table and heatmap in {out_dir}")
+
+
 @cli.group("repro", cls=OneLineErrors)
 def repro_group():
     """Reproduce paper results end to end."""

@@ -81,6 +81,22 @@ def plot_bars(records: Sequence[Mapping], path, *, title: str | None = None) -> 
     return path
 
 
+def plot_heatmap(values: Sequence[Sequence[float]], path, *, rows: Sequence, columns: Sequence, xlabel: str,
+                 ylabel: str, colorbar: str, title: str | None = None) -> Path:
+    """A rows × columns heatmap with its values written in the cells (e.g. layer × algorithm step)."""
+    import seaborn as sns
+
+    path = _check_path(path)
+    with _figure(path, panels=1) as (axes,):
+        sns.heatmap(values, ax=axes, annot=len(rows) * len(columns) <= 150, fmt=".2f", cmap="viridis",
+                    xticklabels=list(columns), yticklabels=list(rows), cbar_kws={"label": colorbar})
+        axes.set_xlabel(xlabel)
+        axes.set_ylabel(ylabel)
+        if title is not None:
+            axes.set_title(title)
+    return path
+
+
 Panel = tuple[str, Mapping[str, Sequence[float]], Mapping[str, float]]
 
 

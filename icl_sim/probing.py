@@ -1,0 +1,185 @@
+"""Which algorithm does layer ℓ run?  Match a model's per-layer predictions with algorithm steps.
+
+For every layer ℓ of a trained model and every step k of an algorithm (GD, preconditioned
+GD, GD++, Newton, a ridge path, the power method) both predict the final query of the
+same held-out prompts, and four metrics compare them:
+
+* ``residual_cosine`` (Fu et al. 2023): cosine between the error vectors ŷ_model − y and
+  ŷ_alg − y across prompts; higher is closer.
+* ``sensitivity_cosine`` (von Oswald et al. 2023): mean cosine of ∂ŷ/∂x_query; higher is closer.
+* ``prediction_difference`` (Akyürek et al. 2023, SPD): mean (ŷ_model − ŷ_alg)²; lower is closer.
+* ``weight_difference`` (Akyürek et al. 2023, ILWD): mean ‖ŵ_model − ŵ_alg‖², the implicit
+  weights being least-squares fits to each predictor's outputs on 2d probe queries; lower is closer.
+
+An algorithm's hyper-parameters (step size, γ) are fixed once for all steps: the setting
+under which every layer has a step that predicts most like it, i.e. the least
+Σ_ℓ min_k (ŷ_layer ℓ − ŷ_step k)² on separate tuning prompts.  (Tuning per step instead would
+let k-step runs with small steps imitate fewer steps, and every layer would look like the
+last step.)  The sensitivity and weight metrics need scalar labels; for vector labels (PCA)
+the other two are reported.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+
+from icl_sim.evaluation import eval_prompts
+from icl_sim.models import InContextModel
+from icl_sim.prompt import Prompt
+from icl_sim.theory import GD, GDPlusPlus, Newton, PowerMethod, PreconditionedGD, Ridge, optimal_preconditioner
+from icl_sim.theory.predictions.comparison_metrics import implicit_weights
+
+LEARNING_RATES = tuple(float(v) for v in torch.logspace(-2, 0.5, 26, dtype=torch.float64))
+CURVATURE_CORRECTIONS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)
+HIGHER_IS_CLOSER = {"residual_cosine": True, "sensitivity_cosine": True, "prediction_difference": False,
+                    "weight_difference": False}
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """An algorithm as a family of predictors: ``build(k, **hyper)``, tuned over ``grid(prompt)`` per k."""
+
+    name: str
+    build: Callable[..., object]
+    grid: Callable[[Prompt], Sequence[dict]]
+
+
+def _learning_rates(prompt: Prompt) -> list[dict]:
+    return [{"lr": lr} for lr in LEARNING_RATES]
+
+
+def _preconditioned(prompt: Prompt) -> list[dict]:
+    """Ahn et al.'s optimal one-layer preconditioner for the prompts' mean covariance, times a tuned step."""
+    covariance = prompt.latent["covariance"].to(torch.float64).mean(dim=0)
+    preconditioner = optimal_preconditioner(covariance.cpu(), prompt.points - 1)
+    return [{"lr": lr, "preconditioner": preconditioner} for lr in LEARNING_RATES]
+
+
+def _gd_plus_plus(prompt: Prompt) -> list[dict]:
+    return [{"lr": lr, "gamma": gamma} for lr in LEARNING_RATES[::2] for gamma in CURVATURE_CORRECTIONS]
+
+
+ALGORITHMS = {
+    "gd": Algorithm("gd", lambda k, lr: GD(k, lr), _learning_rates),
+    "preconditioned-gd": Algorithm("preconditioned-gd",
+                                   lambda k, lr, preconditioner: PreconditionedGD(k, lr, preconditioner),
+                                   _preconditioned),
+    "gd-plus-plus": Algorithm("gd-plus-plus", lambda k, lr, gamma: GDPlusPlus(k, lr, gamma), _gd_plus_plus),
+    "newton": Algorithm("newton", lambda k: Newton(k), lambda prompt: [{}]),
+    # the ridge path: step k is λ = 10^(2 − k/2), from heavy shrinkage towards least squares
+    "ridge": Algorithm("ridge", lambda k: Ridge(10.0 ** (2 - k / 2)), lambda prompt: [{}]),
+    "power-method": Algorithm("power-method", lambda k: PowerMethod(k), lambda prompt: [{}]),
+}
+
+
+def probe(model: InContextModel, task, algorithm: str, *, steps: int = 10, num_prompts: int = 1024,
+          seed: int = 0, device="cpu") -> dict:
+    """Records ``{layer, algorithm, step, metric, value}`` for every layer × step, and the best step per layer.
+
+    Layers are 1-based; ``best`` maps each layer to the step with the highest residual cosine.
+    """
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}; got {algorithm!r}")
+    tuning, probes = (next(eval_prompts(task, num_prompts=num_prompts, batch_size=num_prompts, seed=seed + offset,
+                                        device=device)) for offset in (1_000_003, 0))
+    model = copy.deepcopy(model).to(device=device, dtype=torch.float64).eval()
+    scalar = probes.target.ndim == 2
+    with torch.no_grad():
+        model_tuning = [_last(preds) for preds in model.layer_predictions(tuning.xs, tuning.ys)]
+    model_outputs = _outputs(model.layer_predictions, probes, scalar)
+    members = [[ALGORITHMS[algorithm].build(step, **hyper) for step in range(1, steps + 1)]
+               for hyper in ALGORITHMS[algorithm].grid(tuning)]
+    runs = _closest_run(members, tuning, model_tuning)
+    records = []
+    for step, predictor in enumerate(runs, start=1):
+        (algorithm_output,) = _outputs(lambda xs, ys: [predictor.predict(xs, ys)], probes, scalar)
+        for layer, layer_output in enumerate(model_outputs, start=1):
+            for metric, value in _compare(layer_output, algorithm_output, _last(probes.target)).items():
+                records.append({"layer": layer, "algorithm": algorithm, "step": step, "metric": metric,
+                                "value": value})
+    return {"records": records, "best": best_steps(records)}
+
+
+def _closest_run(members: list[list], tuning: Prompt, model_tuning: list[torch.Tensor]) -> list:
+    """The hyper-parameter setting (a run of steps 1..K) whose steps best cover the model's layers."""
+    if len(members) == 1:
+        return members[0]
+    layers = torch.stack(model_tuning)  # (L, B, ...)
+
+    def mismatch(run: list) -> float:
+        steps = torch.stack([_last(member.predict(tuning.xs, tuning.ys)) for member in run])  # (K, B, ...)
+        differences = (layers[:, None] - steps[None]).square().flatten(2).mean(dim=-1)  # (L, K)
+        return float(differences.min(dim=1).values.sum())
+
+    return min(members, key=mismatch)
+
+
+def best_steps(records: Sequence[dict], metric: str = "residual_cosine") -> dict[int, int]:
+    """For each layer, the step whose ``metric`` is closest."""
+    best: dict[int, tuple[float, int]] = {}
+    sign = 1.0 if HIGHER_IS_CLOSER[metric] else -1.0
+    for record in records:
+        if record["metric"] == metric:
+            score = sign * record["value"]
+            if record["layer"] not in best or score > best[record["layer"]][0]:
+                best[record["layer"]] = (score, record["step"])
+    return {layer: step for layer, (_, step) in sorted(best.items())}
+
+
+@dataclass(frozen=True)
+class _Output:
+    """One predictor's behaviour on the probe prompts: final predictions, sensitivities, implicit weights."""
+
+    prediction: torch.Tensor
+    sensitivity: torch.Tensor | None
+    weights: torch.Tensor | None
+
+
+def _outputs(layered: Callable, prompt: Prompt, scalar: bool) -> list[_Output]:
+    """Per layer: the final-query prediction, ∂ŷ/∂x_query and the implicit weights (scalar labels only)."""
+    query = prompt.xs[:, -1].clone().requires_grad_(scalar)
+    xs = torch.cat([prompt.xs[:, :-1], query.unsqueeze(1)], dim=1)
+    with torch.enable_grad():
+        layers = [_last(preds) for preds in layered(xs, prompt.ys)]
+        sensitivities = [torch.autograd.grad(p.sum(), query, retain_graph=True)[0] if scalar else None
+                         for p in layers]
+    weights = _implicit_weights(layered, prompt) if scalar else [None] * len(layers)
+    return [_Output(p.detach(), s, w) for p, s, w in zip(layers, sensitivities, weights)]
+
+
+def _implicit_weights(layered: Callable, prompt: Prompt) -> list[torch.Tensor]:
+    """Least-squares weights of each layer's outputs on 2d probe queries sharing each prompt's context."""
+    batch, points, dim = prompt.xs.shape
+    generator = torch.Generator(device=prompt.xs.device).manual_seed(0)
+    queries = torch.randn(batch, 2 * dim, dim, generator=generator, device=prompt.xs.device, dtype=torch.float64)
+    queries = queries * prompt.xs[:, :-1].std(dim=(1, 2), keepdim=True)
+    count = queries.shape[1]
+    context_xs = prompt.xs[:, None, :-1].expand(batch, count, points - 1, dim)
+    xs = torch.cat([context_xs, queries[:, :, None]], dim=2).reshape(batch * count, points, dim)
+    ys = torch.cat([prompt.ys[:, None, :-1].expand(batch, count, points - 1),
+                    torch.zeros(batch, count, 1, dtype=prompt.ys.dtype, device=prompt.ys.device)], dim=2)
+    with torch.no_grad():
+        layers = layered(xs, ys.reshape(batch * count, points))
+    return [implicit_weights(queries, _last(preds).reshape(batch, count)) for preds in layers]
+
+
+def _compare(model: _Output, algorithm: _Output, target: torch.Tensor) -> dict[str, float]:
+    errors_model = (model.prediction - target).flatten()
+    errors_algorithm = (algorithm.prediction - target).flatten()
+    metrics = {
+        "residual_cosine": float(torch.nn.functional.cosine_similarity(errors_model, errors_algorithm, dim=0)),
+        "prediction_difference": float((model.prediction - algorithm.prediction).square().mean()),
+    }
+    if model.sensitivity is not None:
+        cosines = torch.nn.functional.cosine_similarity(model.sensitivity, algorithm.sensitivity, dim=-1)
+        metrics["sensitivity_cosine"] = float(cosines.mean())
+        metrics["weight_difference"] = float((model.weights - algorithm.weights).square().sum(dim=-1).mean())
+    return metrics
+
+
+def _last(values: torch.Tensor) -> torch.Tensor:
+    """The final position of (B, N) or (B, N, k) values."""
+    return values[:, -1]

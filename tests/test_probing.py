@@ -1,0 +1,58 @@
+"""Probing: a constructed L-layer LSA (L steps of GD) is matched layer by layer to GD steps."""
+import json
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from icl_sim.cli import cli
+from icl_sim.config import TrainConfig
+from icl_sim.probing import LEARNING_RATES, best_steps, probe
+from icl_sim.tasks import make_task
+from icl_sim.theory import constructed_lsa
+from icl_sim.training import train
+
+TASK = make_task("linear-regression", dim=4, points=13)
+LR = LEARNING_RATES[17]  # ≈ 0.5, a point of the probe grid, so the matching run exists exactly
+
+
+def test_constructed_layers_are_matched_to_their_gd_steps():
+    result = probe(constructed_lsa(4, 13, 3, LR), TASK, "gd", steps=5, num_prompts=256)
+    assert result["best"] == {1: 1, 2: 2, 3: 3}
+    values = {(r["layer"], r["step"], r["metric"]): r["value"] for r in result["records"]}
+    for layer in (1, 2, 3):
+        assert values[layer, layer, "residual_cosine"] == pytest.approx(1.0, abs=1e-9)
+        assert values[layer, layer, "sensitivity_cosine"] == pytest.approx(1.0, abs=1e-9)
+        assert values[layer, layer, "prediction_difference"] < 1e-18
+        assert values[layer, layer, "weight_difference"] < 1e-18
+        other = layer % 3 + 1
+        assert values[layer, other, "prediction_difference"] > 1e-3  # a different step is visibly different
+
+
+def test_best_steps_reads_the_direction_of_each_metric():
+    records = [{"layer": 1, "step": s, "metric": m, "value": v}
+               for s, m, v in [(1, "residual_cosine", 0.5), (2, "residual_cosine", 0.9),
+                               (1, "prediction_difference", 0.1), (2, "prediction_difference", 0.3)]]
+    assert best_steps(records) == {1: 2}
+    assert best_steps(records, "prediction_difference") == {1: 1}
+
+
+def test_unknown_algorithm_names_the_parameter():
+    with pytest.raises(ValueError, match="algorithm"):
+        probe(constructed_lsa(4, 13, 1, LR), TASK, "bogus")
+
+
+def test_probe_cli_writes_table_heatmap_and_json(tmp_path):
+    config = TrainConfig(task_params={"dim": 3, "points": 8}, model_params={"layers": 2}, steps=20, batch_size=32,
+                         device="cpu", log_every=10)
+    train(config, tmp_path / "run", progress=False)
+    result = CliRunner().invoke(cli, ["probe", str(tmp_path / "run"), "--algorithm", "newton", "--steps", "3",
+                                      "--num-prompts", "64", "--device", "cpu", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert set(report["best"]) == {"1", "2"} and all(1 <= step <= 3 for step in report["best"].values())
+    metrics = {r["metric"] for r in report["records"]}
+    assert metrics == {"residual_cosine", "sensitivity_cosine", "prediction_difference", "weight_difference"}
+    assert len(report["records"]) == 2 * 3 * 4
+    assert (tmp_path / "run" / "probe" / "newton.png").stat().st_size > 1000
+    assert torch.isfinite(torch.tensor([r["value"] for r in report["records"]])).all()
