@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from icl_sim.tasks.base import Task
 from icl_sim.tasks.boolean import Boolean
+from icl_sim.tasks.graph_connectivity import GraphConnectivity
 from icl_sim.tasks.linear_regression import LinearRegression
 
-TASKS = {cls.name: cls for cls in (LinearRegression, Boolean,)}
+TASKS = {cls.name: cls for cls in (LinearRegression, Boolean, GraphConnectivity,)}
 
 
 def make_task(name: str, **params) -> Task:

@@ -1,0 +1,308 @@
+"""Graph connectivity in context: is node t reachable from node s?
+
+A prompt is one graph on ``n = nodes`` nodes followed by one query; the label is +1 if
+t is reachable from s and −1 otherwise (Sanford, Hsu & Telgarsky 2024, "Transformers,
+parallel computation, and logarithmic depth", arXiv 2402.09268: connectivity needs
+depth logarithmic in the graph size; Saparov et al. 2024, "Transformers struggle to
+learn to search", arXiv 2412.04703; Ye, Fu, Jia & Sharan 2025, arXiv 2510.19753: an
+L-layer disentangled transformer computes connectivity exactly for diameter ≤ 3^L, by
+powers of the adjacency matrix, and learns a node-degree heuristic from graphs beyond
+that capacity).
+
+Prompt encoding (``points = n + 1``, ``dim = 2n``, one label at the last position):
+
+* node token ``v`` (position v, v < n): ``xs[:, v] = [adjacency row of v (n bits) ;
+  one-hot(v) (n)]`` and ``ys[:, v] = 0`` (no label);
+* query token (position n): ``xs[:, n] = [one-hot(s) ; one-hot(t)]`` and
+  ``ys[:, n] = ±1``.
+
+The two halves of the query are separate blocks, so (s, t) is unambiguous (s ≠ t
+always; a node is never asked about itself).  For a directed graph the row of v holds
+its out-edges (``adjacency[v, w]`` = edge v → w) and the question is whether a directed
+path s → … → t exists.  ``dim_parameter = "nodes"``: ``icl-sim train --dim N`` sets the
+node count n, and the token width is then 2n (``task.dim``), the only size knob the
+family has.  ``points`` is derived (n + 1), not a parameter: ``sample`` rejects
+``points`` / ``active_dims`` other than the full prompt (a curriculum cannot shorten a
+graph prompt).
+
+Graph generators (``generator``):
+
+* ``erdos-renyi``: the graph size m is uniform on [min_nodes, nodes] per prompt
+  (``min_nodes = 0`` means m = n); nodes 0..m−1 form G(m, p) with p = min(1,
+  average_degree / (m − 1)); nodes m..n−1 are padding: isolated, their tokens
+  present, and never queried.
+* ``chain``: a random permutation of the nodes is cut into consecutive blocks of
+  ``path_length + 1`` nodes; each full block is a path with ``path_length`` edges
+  (directed: along the permutation), the n mod (path_length + 1) left-over nodes are
+  isolated.  Several chains act as distractors for one another (Ye et al.'s
+  out-of-distribution "two isolated chains"), so endpoints with edges may be
+  disconnected.
+* ``bounded-diameter``: ``components`` random trees of depth ≤ h = ⌊D/2⌋
+  (D = ``max_diameter``; for odd D each component has two adjacent roots, a central
+  edge), built by giving every non-root node a level in 1..h and a parent uniform
+  among the nodes of lower level; then each pair (u, v) with v already reachable from
+  u gains an edge u → v with probability ``extra_edges``.  Extra edges inside what is
+  already reachable only shorten paths, so every shortest path has length ≤ D
+  (undirected: every component has diameter ≤ D).
+
+Queries: the label is drawn first, +1 with probability ``reachable_fraction``; s is
+uniform among the queryable nodes that have at least one target with that label and t
+uniform among those targets (masked sampling, vectorised).  When no node has such a
+target (e.g. +1 asked of a graph with no edges) the label flips, so the realised
+fraction can differ from ``reachable_fraction`` for graphs where one answer is rare.
+
+Labels use boolean reachability: ⌈log₂ n⌉ squarings of A ∨ I, each product clamped
+to {0, 1} (never float matrix powers, which overflow).  ``latent``: ``adjacency``
+(B, n, n) bool, ``source``, ``target`` (B,) long, ``label`` (B,) bool, ``distance``
+(B,) long (shortest-path length from s to t, −1 if unreachable) and ``size`` (B,)
+long (the sampled graph size; n except for padded Erdős–Rényi graphs).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import torch
+
+from icl_sim.prompt import Prompt
+from icl_sim.validation import check_choice, check_float, check_int
+
+GENERATORS = ("erdos-renyi", "chain", "bounded-diameter")
+
+
+def _help(text: str, default):
+    return field(default=default, metadata={"help": text})
+
+
+@dataclass(frozen=True)
+class GraphConnectivity:
+    """One graph per prompt (a token per node) and one reachability query at the end."""
+
+    name: ClassVar[str] = "graph-connectivity"
+    metric: ClassVar[str] = "accuracy"
+    loss: ClassVar[str] = "logistic"
+    evaluated_positions: ClassVar[str] = "last"
+    target_dim: ClassVar[int] = 1
+    dim_parameter: ClassVar[str] = "nodes"
+
+    nodes: int = _help("number of nodes n (tokens are 2n wide, prompts n + 1 long)", 16)
+    generator: str = _help("graph law: erdos-renyi, chain or bounded-diameter", "erdos-renyi")
+    directed: bool = _help("directed edges (reachability along edge directions)", False)
+    reachable_fraction: float = _help("probability that a query asks for a reachable pair (label +1)", 0.5)
+    min_nodes: int = _help("erdos-renyi: smallest graph size, uniform on [min_nodes, nodes] (0 = nodes); "
+                           "the other nodes are isolated padding, never queried", 0)
+    average_degree: float = _help("erdos-renyi: expected (out-)degree c, edge probability c/(m-1)", 1.5)
+    path_length: int = _help("chain: edges per chain (each chain has path_length + 1 nodes)", 4)
+    max_diameter: int = _help("bounded-diameter: bound D on every shortest-path length", 4)
+    components: int = _help("bounded-diameter: number of trees (connected components)", 2)
+    extra_edges: float = _help("bounded-diameter: probability of each extra edge inside a reachable pair", 0.0)
+
+    def __post_init__(self):
+        check_int("nodes", self.nodes, 2)
+        check_choice("generator", self.generator, GENERATORS)
+        if not isinstance(self.directed, bool):
+            raise ValueError(f"directed must be true or false, got {self.directed!r}")  # noqa: TRY004
+        check_float("reachable_fraction", self.reachable_fraction, 0.0, maximum=1.0)
+        check_int("min_nodes", self.min_nodes, 0, self.nodes)
+        if self.min_nodes == 1:
+            raise ValueError("min_nodes must be 0 (= nodes) or >= 2 (a query needs two nodes), got 1")
+        check_float("average_degree", self.average_degree, 0.0)
+        check_int("path_length", self.path_length, 1, self.nodes - 1)
+        check_int("max_diameter", self.max_diameter, 1)
+        roots = 2 if self.max_diameter % 2 else 1
+        check_int("components", self.components, 1, self.nodes // roots)
+        check_float("extra_edges", self.extra_edges, 0.0, maximum=1.0)
+
+    @property
+    def dim(self) -> int:
+        """Token width 2n: adjacency row and one-hot node id (the query: one-hot s and one-hot t)."""
+        return 2 * self.nodes
+
+    @property
+    def points(self) -> int:
+        """n node tokens and the query."""
+        return self.nodes + 1
+
+    # -- graphs -------------------------------------------------------------------------
+    def sample_graphs(self, batch_size: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """Adjacency (B, n, n) bool without self-loops and the queryable-node mask (B, n) bool."""
+        if self.generator == "erdos-renyi":
+            return self._erdos_renyi(batch_size, generator)
+        if self.generator == "chain":
+            return self._chains(batch_size, generator)
+        return self._bounded_diameter(batch_size, generator)
+
+    def _edges_from_scores(self, keep: torch.Tensor) -> torch.Tensor:
+        """Independent edge indicators (B, n, n): all ordered pairs if directed, else the upper triangle mirrored."""
+        n = self.nodes
+        off_diagonal = ~torch.eye(n, dtype=torch.bool, device=keep.device)
+        if self.directed:
+            return keep & off_diagonal
+        upper = keep.triu(diagonal=1)
+        return upper | upper.transpose(1, 2)
+
+    def _erdos_renyi(self, batch_size, generator):
+        n, device = self.nodes, generator.device
+        low = self.min_nodes or n
+        size = low + torch.randint(n - low + 1, (batch_size,), generator=generator, device=device)
+        active = torch.arange(n, device=device) < size[:, None]  # (B, n)
+        p = (self.average_degree / (size - 1).to(torch.float64)).clamp(max=1.0)
+        u = torch.rand(batch_size, n, n, generator=generator, device=device, dtype=torch.float64)
+        keep = (u < p[:, None, None]) & active[:, :, None] & active[:, None, :]
+        return self._edges_from_scores(keep), active
+
+    def _chains(self, batch_size, generator):
+        n, device, k = self.nodes, generator.device, self.path_length + 1
+        order = torch.rand(batch_size, n, generator=generator, device=device).argsort(dim=1)  # position -> node
+        position = torch.arange(n, device=device)
+        linked = ((position[:-1] // k) == (position[1:] // k)) & (position[1:] < (n // k) * k)  # (n-1,)
+        batch = torch.arange(batch_size, device=device)[:, None]
+        adjacency = torch.zeros(batch_size, n, n, dtype=torch.bool, device=device)
+        adjacency[batch, order[:, :-1], order[:, 1:]] = linked.expand(batch_size, -1)
+        if not self.directed:
+            adjacency = adjacency | adjacency.transpose(1, 2)
+        return adjacency, torch.ones(batch_size, n, dtype=torch.bool, device=device)
+
+    def _bounded_diameter(self, batch_size, generator):
+        n, device = self.nodes, generator.device
+        depth = self.max_diameter // 2
+        paired = self.max_diameter % 2 == 1
+        roots = self.components * (2 if paired else 1)
+        # a random node order; the first `roots` nodes are level 0, the others get a level in 1..depth
+        order = torch.rand(batch_size, n, generator=generator, device=device).argsort(dim=1)
+        if depth == 0:  # D = 1: only the root pairs have edges; the other nodes stay isolated
+            level = torch.zeros(batch_size, n, dtype=torch.long, device=device)
+        else:
+            level = torch.randint(1, depth + 1, (batch_size, n), generator=generator, device=device)
+            level[:, :roots] = 0
+        # sort (stably) by level, so the nodes of lower level form a prefix of every row
+        level, rank = level.sort(dim=1, stable=True)
+        order = order.gather(1, rank)
+        lower = (level[:, :, None] > level[:, None, :]).sum(dim=2)  # nodes of lower level (B, n)
+        u = torch.rand(batch_size, n, generator=generator, device=device, dtype=torch.float64)
+        parent = (u * lower).floor().long().clamp(max=n - 1)  # uniform in [0, lower), a position
+        has_parent = lower > 0
+        batch = torch.arange(batch_size, device=device)[:, None]
+        adjacency = torch.zeros(batch_size, n, n, dtype=torch.bool, device=device)
+        adjacency[batch, order.gather(1, parent), order] = has_parent  # parent -> child
+        if paired:  # join roots 2c and 2c+1: each component has a central edge
+            even = torch.arange(0, roots, 2, device=device)
+            adjacency[batch, order[:, even], order[:, even + 1]] = True
+        if not self.directed:
+            adjacency = adjacency | adjacency.transpose(1, 2)
+        if self.extra_edges > 0:
+            reach = reachability(adjacency) & ~torch.eye(n, dtype=torch.bool, device=device)
+            u = torch.rand(batch_size, n, n, generator=generator, device=device, dtype=torch.float64)
+            adjacency = adjacency | self._edges_from_scores((u < self.extra_edges) & reach)
+        return adjacency, torch.ones(batch_size, n, dtype=torch.bool, device=device)
+
+    # -- prompts ------------------------------------------------------------------------
+    def sample(self, batch_size: int, generator: torch.Generator, *, points: int | None = None,
+               active_dims: int | None = None, dtype: torch.dtype = torch.float32) -> Prompt:
+        """Draw ``batch_size`` graphs and queries; see the module docstring for the encoding and latents."""
+        check_int("batch_size", batch_size, 1)
+        if points is not None and points != self.points:
+            raise ValueError(f"points must be nodes + 1 = {self.points} for graph-connectivity, got {points}")
+        if active_dims is not None and active_dims != self.dim:
+            raise ValueError(f"active_dims must be 2 * nodes = {self.dim} for graph-connectivity, got {active_dims}")
+        n, device = self.nodes, generator.device
+        adjacency, queryable = self.sample_graphs(batch_size, generator)
+        source, target, label = self._queries(adjacency, queryable, generator)
+        distance = shortest_distances(adjacency, source).gather(1, target[:, None]).squeeze(1)
+
+        eye = torch.eye(n, device=device, dtype=dtype)
+        xs = torch.zeros(batch_size, n + 1, 2 * n, device=device, dtype=dtype)
+        xs[:, :n, :n] = adjacency.to(dtype)
+        xs[:, :n, n:] = eye
+        xs[:, n, :n] = eye[source]
+        xs[:, n, n:] = eye[target]
+        ys = torch.zeros(batch_size, n + 1, device=device, dtype=dtype)
+        ys[:, n] = label.to(dtype) * 2 - 1
+        latent = {"adjacency": adjacency, "source": source, "target": target, "label": label,
+                  "distance": distance, "size": queryable.sum(dim=1)}
+        return Prompt(xs, ys, latent)
+
+    def _queries(self, adjacency, queryable, generator):
+        """(source, target, label): label ~ Bernoulli(reachable_fraction), then s and t by masked sampling."""
+        batch_size, n = queryable.shape
+        device = adjacency.device
+        reach = reachability(adjacency)
+        off_diagonal = ~torch.eye(n, dtype=torch.bool, device=device)
+        pair_ok = queryable[:, :, None] & queryable[:, None, :] & off_diagonal  # (B, s, t)
+        candidates = {True: reach & pair_ok, False: ~reach & pair_ok}
+        want = torch.rand(batch_size, generator=generator, device=device) < self.reachable_fraction
+        has = {value: mask.any(dim=2) for value, mask in candidates.items()}  # (B, n): s has such a t
+        possible = {value: mask.any(dim=1) for value, mask in has.items()}  # (B,)
+        label = torch.where(want, possible[True], ~possible[False])  # flip when the wanted kind is absent
+        source_mask = torch.where(label[:, None], has[True], has[False])
+        source = _uniform_choice(source_mask, generator)
+        rows = torch.arange(batch_size, device=device)
+        target_mask = torch.where(label[:, None], candidates[True][rows, source], candidates[False][rows, source])
+        target = _uniform_choice(target_mask, generator)
+        return source, target, label
+
+    def baselines(self):
+        """Exact BFS, reachability within 2^L (2 ≤ L ≤ 3 rounds of squaring) and 3^L hops, and the degree heuristic."""
+        from icl_sim.theory.graph_algorithms import (
+            BFSReachability,
+            DegreeHeuristic,
+            ReachabilityRounds,
+        )
+
+        return {"BFS": BFSReachability(), "Squaring L=1": ReachabilityRounds(1, 2),
+                "Squaring L=2": ReachabilityRounds(2, 2), "Cubing L=1": ReachabilityRounds(1, 3),
+                "Cubing L=2": ReachabilityRounds(2, 3), "Degree heuristic": DegreeHeuristic()}
+
+    def slices(self, prompt: Prompt) -> dict:
+        """``hard``: s and t at distance ≥ 4, or disconnected although both have edges (degree > 0)."""
+        adjacency = prompt.latent["adjacency"]
+        degree = adjacency.sum(dim=2) + adjacency.sum(dim=1)  # in + out: "has edges"
+        rows = torch.arange(adjacency.shape[0], device=adjacency.device)
+        both_have_edges = (degree[rows, prompt.latent["source"]] > 0) & (degree[rows, prompt.latent["target"]] > 0)
+        hard = (prompt.latent["distance"] >= 4) | (~prompt.latent["label"] & both_have_edges)
+        return {"hard": hard}
+
+
+def _uniform_choice(mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """An index uniform among the True entries of each row of ``mask`` (B, n); 0 for an empty row."""
+    u = torch.rand(mask.shape, generator=generator, device=mask.device)
+    return torch.where(mask, u, torch.full_like(u, -1.0)).argmax(dim=1)
+
+
+def reachability(adjacency: torch.Tensor, hops: int | None = None) -> torch.Tensor:
+    """R[b, u, v] = v reachable from u in ≤ ``hops`` steps (default: any number), (B, n, n) bool.
+
+    Repeated squaring of A ∨ I, clamping every product back to {0, 1}: ⌈log₂ hops⌉
+    float matrix products whose entries never exceed n, so nothing overflows.
+    """
+    n = adjacency.shape[-1]
+    hops = n - 1 if hops is None else hops
+    eye = torch.eye(n, dtype=torch.bool, device=adjacency.device)
+    reach = adjacency.bool() | eye
+    dtype = torch.float64 if n >= 2 ** 24 else torch.float32
+    for _ in range(math.ceil(math.log2(max(hops, 1)))):
+        r = reach.to(dtype)
+        reach = (r @ r) > 0
+    return reach
+
+
+def shortest_distances(adjacency: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
+    """BFS distances (B, n) from ``source`` (B,) along edges u → v (−1 if unreachable), long.
+
+    Frontier expansion over the whole batch; stops when every frontier is empty.
+    """
+    batch_size, n, _ = adjacency.shape
+    device = adjacency.device
+    frontier = torch.zeros(batch_size, n, dtype=torch.bool, device=device)
+    frontier[torch.arange(batch_size, device=device), source] = True
+    visited = frontier.clone()
+    distance = torch.where(frontier, 0, -1).long()
+    a = adjacency.to(torch.float32)
+    for step in range(1, n):
+        frontier = (torch.bmm(frontier.to(torch.float32)[:, None, :], a).squeeze(1) > 0) & ~visited
+        if not bool(frontier.any()):
+            break
+        visited |= frontier
+        distance[frontier] = step
+    return distance
