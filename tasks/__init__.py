@@ -1,12 +1,14 @@
 """Task families: ``make_task(name, **params)`` builds one; ``TASKS`` lists them all."""
 from __future__ import annotations
 
+from icl_sim.tasks.autoregressive import Autoregressive
 from icl_sim.tasks.base import Task
 from icl_sim.tasks.boolean import Boolean
 from icl_sim.tasks.graph_connectivity import GraphConnectivity
 from icl_sim.tasks.linear_regression import LinearRegression
+from icl_sim.tasks.pca import PCA
 
-TASKS = {cls.name: cls for cls in (LinearRegression, Boolean, GraphConnectivity,)}
+TASKS = {cls.name: cls for cls in (LinearRegression, Boolean, GraphConnectivity, Autoregressive, PCA,)}
 
 
 def make_task(name: str, **params) -> Task:
