@@ -5,10 +5,11 @@ from icl_sim.tasks.autoregressive import Autoregressive
 from icl_sim.tasks.base import Task
 from icl_sim.tasks.boolean import Boolean
 from icl_sim.tasks.graph_connectivity import GraphConnectivity
+from icl_sim.tasks.linear_classification import LinearClassification
 from icl_sim.tasks.linear_regression import LinearRegression
 from icl_sim.tasks.pca import PCA
 
-TASKS = {cls.name: cls for cls in (LinearRegression, Boolean, GraphConnectivity, Autoregressive, PCA,)}
+TASKS = {cls.name: cls for cls in (LinearRegression, Boolean, GraphConnectivity, Autoregressive, PCA, LinearClassification,)}
 
 
 def make_task(name: str, **params) -> Task:
