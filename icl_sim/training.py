@@ -74,16 +74,18 @@ def logistic_loss(preds: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 LOSSES = {"squared_error": squared_error_loss, "logistic": logistic_loss}
 
 
-def task_loss(model, prompt: Prompt, task: Task, loss_on: str) -> torch.Tensor:
+def task_loss(model, prompt: Prompt, task: Task, loss_on: str, step: int) -> torch.Tensor:
     """The task's loss at the last position, or averaged over all positions.
 
-    Tasks whose only label is the final query (``evaluated_positions == "last"``)
-    are always trained on the last position.
+    Tasks whose only label is the final query (``evaluated_positions == "last"``) are
+    always trained on the last position.  A model with several training outputs (a
+    looped model's last loops) is trained on their average loss.
     """
     loss = LOSSES[task.loss]
-    if loss_on == "last" or task.evaluated_positions == "last":
-        return loss(model.last_prediction(prompt.xs, prompt.ys).float(), prompt.target[:, -1])
-    return loss(model(prompt.xs, prompt.ys).float(), prompt.target)
+    last_only = loss_on == "last" or task.evaluated_positions == "last"
+    outputs = model.training_predictions(prompt.xs, prompt.ys, step, last_only)
+    targets = prompt.target[:, -1] if last_only else prompt.target
+    return sum(loss(preds.float(), targets) for preds in outputs) / len(outputs)
 
 
 def _make_optimizer(model: InContextModel, config: TrainConfig) -> torch.optim.Optimizer:
@@ -132,7 +134,8 @@ def train(config: TrainConfig, run_dir, *, resume: bool = False, progress: bool 
 
 
 def _run_steps(model, optimizer, scheduler, task, config, run_dir, device, start, progress, log_extra):
-    forward = torch.compile(model) if config.compile else model
+    if config.compile:
+        model.compile()  # in place, so that every method that calls the model runs compiled
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if (device.type == "cuda" and config.amp) \
         else contextlib.nullcontext()
     window_loss, window_steps = torch.zeros((), device=device), 0
@@ -156,7 +159,7 @@ def _run_steps(model, optimizer, scheduler, task, config, run_dir, device, start
             prompt = training_batch(task, config, step, device)
             torch.manual_seed(derive_seed(config.seed, "dropout", step))
             with autocast:
-                loss = task_loss(forward, prompt, task, config.loss_on)
+                loss = task_loss(model, prompt, task, config.loss_on, step)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if config.grad_clip:

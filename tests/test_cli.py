@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from icl_sim.cli import cli
+from icl_sim.tasks import TASKS
 
 TINY = ["--dim", "3", "--points", "6", "--steps", "10", "--batch-size", "8", "--device", "cpu", "--no-progress",
         "--log-every", "5"]
@@ -43,8 +44,7 @@ def test_console_script_reports_one_line():
     result = subprocess.run([sys.executable, "-c", "from icl_sim.cli import main; main()", "train", "--task", "nope",
                              "--out", "x"], capture_output=True, text=True)
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == [
-        "Error: task must be one of linear-regression; got 'nope'"]
+    assert result.stderr.strip().splitlines() == [f"Error: task must be one of {', '.join(TASKS)}; got 'nope'"]
 
 
 def test_tasks_lists_every_parameter():

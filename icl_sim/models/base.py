@@ -22,6 +22,16 @@ class InContextModel(nn.Module, abc.ABC):
     def forward(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         return self.layer_predictions(xs, ys)[-1]
 
+    def training_predictions(self, xs: torch.Tensor, ys: torch.Tensor, step: int,
+                             last_only: bool) -> list[torch.Tensor]:
+        """The predictions the training loss averages over at optimiser step ``step``.
+
+        One output by default, (B, N) or, if ``last_only``, the final position (B,); a
+        looped model returns its last T loops (Yang et al. 2023), with a loop count that
+        may grow with ``step`` (a loop curriculum).
+        """
+        return [self.last_prediction(xs, ys) if last_only else self(xs, ys)]
+
     def last_prediction(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """The prediction at the final position (B,); models may compute it more cheaply than all of them."""
         return self(xs, ys)[:, -1]
