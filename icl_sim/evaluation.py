@@ -39,8 +39,13 @@ def squared_error(preds: torch.Tensor, targets: torch.Tensor, dim: int) -> torch
 
 
 def sign_accuracy(preds: torch.Tensor, targets: torch.Tensor, dim: int) -> torch.Tensor:
-    """1 where sign(pred) equals sign(y) (±1 labels), else 0."""
-    return (torch.sign(preds) == torch.sign(targets)).to(preds.dtype)
+    """1 where the predicted label, +1 if pred > 0 else −1, equals the ±1 target, else 0.
+
+    An undecided score of exactly 0 counts as the label −1 (as a tie does for the majority
+    baselines), so every predictor is scored as a classifier.
+    """
+    labels = torch.where(preds > 0, 1.0, -1.0).to(preds.dtype)
+    return (labels == targets).to(preds.dtype)
 
 
 def cosine(preds: torch.Tensor, targets: torch.Tensor, dim: int) -> torch.Tensor:

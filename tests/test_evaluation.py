@@ -171,8 +171,10 @@ def test_last_query_tasks_report_only_the_last_position_and_every_slice():
                        batch_size=128, bootstrap=100)
     assert {r["position"] for r in records} == {4}
     by_key = {(r["predictor"], r["slice"]): r for r in records}
-    assert by_key["oracle", "all"]["mean"] == 1.0 and by_key["zero", "all"]["mean"] == 0.0
     positives = by_key["oracle", "positive"]["num_prompts"]
+    assert by_key["oracle", "all"]["mean"] == 1.0
+    assert by_key["zero", "all"]["mean"] == (400 - positives) / 400  # a score of 0 is the label −1
+    assert by_key["zero", "positive"]["mean"] == 0.0
     assert by_key["oracle", "all"]["num_prompts"] == 400
     assert abs(positives - 200) < 4 * 10  # Binomial(400, 1/2): standard deviation 10
 
