@@ -35,7 +35,15 @@ satisfied, for 3-CNF one clause per prompt is planted falsified.  Defaults 0.3 (
 3-DNF), the authors' values.  Hence for a conjunction with k literals
 P(y = +1) = p + (1 − p)·2^−k, and over the prior (k ~ Binomial(n, 0.3))
 P(y = +1) = p + (1 − p)·0.85^n (0.307 at n = 28, p = 0.3); symmetrically
-P(y = −1) for disjunctions.  ``nearest-neighbour`` of the paper is not implemented.
+P(y = −1) for disjunctions.
+
+* ``nearest-neighbour``: the first ``start_points`` points get uniform random labels
+  (a repeat of an earlier point copies its label); every later point takes the label of
+  the most similar earlier point — least Hamming distance, ties to the earliest — as in
+  the authors' ``NearestNeighbours`` class.  1-nearest-neighbour is its optimal learner.
+  Labels chain through earlier labels, so they are resolved by one batched pass over
+  the positions.  Latent ``nearest`` (B, N) long: the index copied from (−1 for the
+  random starts).
 
 ``teaching=True`` (conjunction, parity, sparse-parity) puts a teaching sequence — a
 set of examples that identifies the function within its class — at the start of each
@@ -63,7 +71,7 @@ from icl_sim.prompt import Prompt
 from icl_sim.validation import check_choice, check_float, check_int
 
 FUNCTIONS = ("conjunction", "disjunction", "sparse-disjunction", "3-dnf", "3-cnf", "majority",
-             "zero-one-threshold", "integer-halfspace", "parity", "sparse-parity")
+             "zero-one-threshold", "integer-halfspace", "parity", "sparse-parity", "nearest-neighbour")
 TEACHABLE = ("conjunction", "parity", "sparse-parity")
 DEFAULT_SPARSITY = {"sparse-parity": 2, "sparse-disjunction": 4}
 DEFAULT_PLANT = {"conjunction": 0.3, "disjunction": 0.3, "sparse-disjunction": 0.3, "3-dnf": 0.35, "3-cnf": 0.3}
@@ -94,6 +102,7 @@ class Boolean:
     plant_probability: float | None = _help(
         "probability that a point is planted (conjunction positive / disjunction negative); default per class",
         None)
+    start_points: int = _help("nearest-neighbour: points labelled at random before labels copy the nearest one", 1)
 
     def __post_init__(self):
         check_choice("function", self.function, FUNCTIONS)
@@ -115,6 +124,7 @@ class Boolean:
                 raise ValueError(f"plant_probability applies to {', '.join(DEFAULT_PLANT)} only, "
                                  f"not {self.function!r}")
             check_float("plant_probability", self.plant_probability, 0.0, maximum=1.0)
+        check_int("start_points", self.start_points, 1)
 
     @property
     def dim(self) -> int:
@@ -227,6 +237,21 @@ class Boolean:
         labels = ((bits & subset[:, None]).sum(-1) % 2) == 1
         return latent, bits, labels
 
+    def _nearest_neighbour(self, draw):
+        bits = draw.bits()
+        signs = bits.to(torch.float64) * 2 - 1
+        similarity = signs @ signs.mT  # n − 2·Hamming distance
+        earlier = torch.ones(draw.points, draw.points, dtype=torch.bool, device=draw.device).tril(-1)
+        nearest = similarity.masked_fill(~earlier, -torch.inf).argmax(dim=-1)  # the first of the most similar
+        repeat = similarity.masked_fill(~earlier, -torch.inf).amax(dim=-1) == draw.n
+        copies = repeat | (torch.arange(draw.points, device=draw.device) >= self.start_points)
+        nearest = torch.where(copies, nearest, -1)
+        labels = draw.uniform((draw.batch, draw.points)) < 0.5
+        for position in range(1, draw.points):
+            copied = labels.gather(1, nearest[:, position:position + 1].clamp(min=0)).squeeze(1)
+            labels[:, position] = torch.where(copies[:, position], copied, labels[:, position])
+        return {"nearest": nearest}, bits, labels
+
     # -- baselines and reporting -------------------------------------------------------------
     def baselines(self):
         """Optimal learners where they are known (elimination, GF(2) elimination) plus generic ones."""
@@ -241,6 +266,8 @@ class Boolean:
             predictors["Elimination"] = DisjunctionElimination()
         elif self.function in ("parity", "sparse-parity"):
             predictors["GF(2) elimination"] = ParityElimination()
+        elif self.function == "nearest-neighbour":
+            predictors["Optimal (1-NN)"] = HammingKNN(1)
         predictors.update({"Nearest neighbour": HammingKNN(1), "Averaging": Averaging(),
                            "Majority label": MajorityLabel()})
         return predictors

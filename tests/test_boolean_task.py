@@ -44,7 +44,23 @@ def disjunction_ref(x, w):
     return np.sign(np.einsum("bnd,bd->bn", x, w) + (np.abs(w).sum(-1) - 1)[:, None])
 
 
-def reference_labels(function, x, latent):
+def nearest_neighbour_ref(x, y, start):
+    """Each point from `start` on (or repeating an earlier point) copies the label of its nearest earlier
+    point by Hamming distance, ties to the earliest; the random starts are read from y itself."""
+    ref = y.copy()
+    batch, points, _ = x.shape
+    for b in range(batch):
+        for i in range(1, points):
+            distances = [(np.sum(x[b, j] != x[b, i]), j) for j in range(i)]
+            distance, nearest = min(distances)
+            if i >= start or distance == 0:
+                ref[b, i] = ref[b, nearest]
+    return ref
+
+
+def reference_labels(function, x, latent, y=None):
+    if function == "nearest-neighbour":
+        return nearest_neighbour_ref(x, y, start=1)
     if function == "conjunction":
         return conjunction_ref(x, latent["literals"])
     if function in ("disjunction", "sparse-disjunction"):
@@ -79,9 +95,22 @@ def test_labels_equal_the_planted_formula(function):
     x, y = prompt.xs.numpy(), prompt.ys.numpy()
     assert x.shape == (64, 30, 12) and y.shape == (64, 30)
     assert set(np.unique(x)) <= {-1.0, 1.0} and set(np.unique(y)) <= {-1.0, 1.0}
-    np.testing.assert_array_equal(y, reference_labels(function, x, numpy_latent(prompt)))
+    np.testing.assert_array_equal(y, reference_labels(function, x, numpy_latent(prompt), y))
     # both labels occur (no class is constant over a batch)
     assert 0 < (y > 0).mean() < 1
+
+
+def test_one_nearest_neighbour_is_exact_on_the_nearest_neighbour_class():
+    """From position start_points on every label is the nearest earlier point's: 1-NN never errs there,
+    while the random starts leave it at chance (Binomial(512, 1/2): 5 standard errors = 0.11)."""
+    task = make_task("boolean", function="nearest-neighbour", n=6, points=20, start_points=4)
+    prompt = draw(task, 512, seed=3)
+    preds = HammingKNN(1).predict(prompt.xs, prompt.ys)
+    accuracy = (torch.where(preds > 0, 1.0, -1.0) == prompt.ys).double().mean(0)
+    assert torch.all(accuracy[4:] == 1.0)
+    assert abs(float(accuracy[1]) - 0.5) < 0.11 + 0.05  # repeats among 64 patterns add a little
+    nearest = prompt.latent["nearest"]
+    assert torch.all(nearest[:, 4:] >= 0) and torch.all(nearest[:, 0] == -1)
 
 
 def test_latent_priors():
