@@ -15,9 +15,10 @@ from icl_sim.params import parameter_table, parse_parameters
 from icl_sim.tasks import TASKS, make_task
 
 # The model parameter that ``--layers`` sets, per model family.
-LAYER_PARAMETER = {"lsa": "layers", "gpt": "n_layer"}
+LAYER_PARAMETER = {"lsa": "layers", "gpt": "n_layer", "looped": "loops", "looped-lsa-ln": "loops"}
 # Theory papers train LSA on the final query; Garg et al. train GPT on every position.
-DEFAULT_LOSS_ON = {"lsa": "last", "gpt": "all"}
+# Looped models: Yang et al. train on every position; Wu et al. on the query of the whole prompt.
+DEFAULT_LOSS_ON = {"lsa": "last", "gpt": "all", "looped": "all", "looped-lsa-ln": "last"}
 
 
 class OneLineErrors(click.Group):
@@ -87,6 +88,9 @@ TRAIN_DEFAULTS = TrainConfig()
 @click.option("--dim", type=click.IntRange(min=1), help="input dimension d (task parameter `dim`)")
 @click.option("--points", type=click.IntRange(min=1), help="points per prompt N, query included")
 @click.option("--layers", type=click.IntRange(min=1), help="number of layers (lsa: layers, gpt: n_layer)")
+@click.option("--loops", type=click.IntRange(min=1), help="looped models: training loops b (model parameter `loops`)")
+@click.option("--loop-window", type=click.IntRange(min=0),
+              help="looped models: the loss averages over the last T loops (model parameter `loop_window`)")
 @click.option("--steps", type=click.IntRange(min=1), default=TRAIN_DEFAULTS.steps, show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=TRAIN_DEFAULTS.batch_size, show_default=True)
 @click.option("--lr", type=float, default=TRAIN_DEFAULTS.lr, show_default=True, help="peak learning rate")
@@ -149,6 +153,11 @@ def _config_from_options(options) -> TrainConfig:
     model_params = parse_parameters(MODELS[model].Config, options["model_params"])
     if options["layers"] is not None:
         model_params[LAYER_PARAMETER[model]] = options["layers"]
+    for option, parameter in (("loops", "loops"), ("loop_window", "loop_window")):
+        if options[option] is not None:
+            if parameter not in {field.name for field in dataclasses.fields(MODELS[model].Config)}:
+                raise ValueError(f"--{option.replace('_', '-')} applies to looped models only, not to {model!r}")
+            model_params[parameter] = options[option]
     MODELS[model].Config(**model_params)
     return TrainConfig(
         task=options["task"], task_params=task_params, model=model, model_params=model_params,

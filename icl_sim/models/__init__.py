@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from icl_sim.models.base import InContextModel
 from icl_sim.models.gpt import GPT
+from icl_sim.models.looped import LoopedLSA, LoopedTransformer
 from icl_sim.models.lsa import LinearSelfAttention
 
-MODELS = {"lsa": LinearSelfAttention, "gpt": GPT}
+MODELS = {"lsa": LinearSelfAttention, "gpt": GPT, "looped": LoopedTransformer, "looped-lsa-ln": LoopedLSA}
 
 
 def build_model(name: str, dim: int, points: int, target_dim: int = 1, **params) -> InContextModel:
@@ -20,4 +21,4 @@ def build_model(name: str, dim: int, points: int, target_dim: int = 1, **params)
     return model_class(dim, points, config, target_dim)
 
 
-__all__ = ["GPT", "MODELS", "InContextModel", "LinearSelfAttention", "build_model"]
+__all__ = ["GPT", "MODELS", "InContextModel", "LinearSelfAttention", "LoopedLSA", "LoopedTransformer", "build_model"]
