@@ -212,6 +212,8 @@ def test_short_training_extrapolates_in_loops(tmp_path):
 
     d = 1, N = 6, 300 steps of Adam: the error at b is well below the trivial predictor's (≈ 1),
     and the error at 2b is at most 1.5 times the error at b (measured: 0.27 at b, 0.34 at 2b).
+    300 steps is at the edge at this scale: with seed 2 the model has not left the trivial
+    predictor yet (0.97 at b and at 2b), so this asserts seed 0 (deterministic on CPU), not every seed.
     """
     config = TrainConfig(task="linear-regression", task_params={"dim": 1, "points": 6}, model="looped",
                          model_params={"n_embd": 32, "n_head": 2, "loops": 4, "loop_window": 4}, steps=300,
@@ -233,6 +235,9 @@ def test_layer_norm_tracks_the_power_method(tmp_path):
     at 2b, and its |cos| with the top direction keeps rising past b (0.74 at b, 0.80 at 2b, against
     the power method's 0.78 and 0.84); the model without normalisation tracks less closely (≈ 0.76 at
     k = b) and stalls near 0.5.  Asserted with margins; the paper's exact-limit statements are not.
+    Not robust across seeds at 300 steps: with seed 1 neither model has reached the power-method
+    regime yet (|cos| with PowerMethod(3) ≈ 0.79 for both, |cos u| ≈ 0.59 vs 0.57), so the
+    separation is asserted for seed 0 (deterministic on CPU) only.
     """
     task = make_task("pca", dim=4, points=32)
     p = task.sample(512, make_generator(seed=0, stream="eval"))
