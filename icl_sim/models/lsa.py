@@ -1,4 +1,4 @@
-"""Linear self-attention (LSA) as in the theory of in-context learning.
+"""Linear self-attention (LSA) as in the theory of in-context learning, and its variants.
 
 Tokens are z_j = (x_j, y_j) ∈ R^{d+1}; the query token is (x_i, 0).  Layer ℓ with
 merged matrices P = W_PV and Q = W_KQ per head updates every token t by
@@ -17,6 +17,31 @@ Because the update of every token is the same linear map M = I + Σ_h P_h Γ Q_h
 prompt cut to its first i points plus query x_i) therefore needs only the prefix
 second-moment matrices Γ_i, computed with one cumulative sum: O(N d³) per layer,
 exact, with no loop over prefixes.
+
+Variants (fields of :class:`LSAConfig`; the defaults are the plain model above):
+
+* ``parameterisation="diagonal"`` — Vladymyrov et al. 2024 ("Linear transformers are
+  versatile in-context learners", NeurIPS), diagonal attention.  Our reading: every
+  P_h and Q_h is block-diagonal in the (x, y) split with each block a scalar times the
+  identity, P_h = diag(p^x_h I_d, p^y_h I_k), Q_h = diag(q^x_h I_d, q^y_h I_k): four
+  scalars per head and layer.  That is the form under which the paper's layer update
+  reduces to its four products ω_xx = Σ_h p^x_h q^x_h, ω_xy = Σ_h p^x_h q^y_h,
+  ω_yx = Σ_h p^y_h q^x_h, ω_yy = Σ_h p^y_h q^y_h.  (A looser reading, a free diagonal,
+  is not offered.)  Still linear, so the fast Γ path applies.
+* ``layer_norm`` / ``mlp`` — after each attention layer, a LayerNorm over the d + k
+  features of every token (learned affine), then a residual two-layer MLP per token,
+  z ← z + W₂ σ(W₁ z + b₁) + b₂ (width ``mlp_width``, GELU).  Token updates are no
+  longer one linear map, so Γ recursion fails; an exact per-prefix path materialises
+  the tokens of every prefix i, (B, prefixes, N, D): the query of prefix i at token i,
+  context tokens j < i, the others zero and masked out of the keys.  O(B N² D²) per layer.
+* ``causal`` — the causal (autoregressive) form of Zheng et al. 2024 for sequences: one
+  pass over the N context tokens (x_j, y_j), token t attending to the tokens j < t (not
+  itself) normalised by max(t, 1); the query (x_i, 0) of position i attends to the
+  context tokens j < i of the same layer.  For one layer this is the per-prefix model
+  exactly; for more layers it differs, since in the per-prefix model context token j
+  at layer 2 has seen all of the prefix's n context tokens (normalised by n) and in the
+  causal model only the tokens before j (normalised by j).  It composes with
+  layer_norm / mlp (the pass is per token) and costs O(N D²) per layer.
 """
 from __future__ import annotations
 
@@ -26,7 +51,9 @@ import torch
 from torch import nn
 
 from icl_sim.models.base import InContextModel
-from icl_sim.validation import check_float, check_int
+from icl_sim.validation import check_choice, check_float, check_int
+
+PARAMETERISATIONS = ("full", "diagonal")
 
 
 @dataclass(frozen=True)
@@ -36,18 +63,42 @@ class LSAConfig:
     layers: int = field(default=1, metadata={"help": "number of linear self-attention layers"})
     heads: int = field(default=1, metadata={"help": "attention heads per layer"})
     init_scale: float = field(default=0.02, metadata={"help": "standard deviation of the initial weights"})
+    parameterisation: str = field(default="full", metadata={
+        "help": "full: free P, Q per head; diagonal: P, Q = diag(a I_d, b I_k), 4 scalars per head "
+                "(Vladymyrov et al. 2024)"})
+    layer_norm: bool = field(default=False, metadata={
+        "help": "LayerNorm on every token after each attention layer (exact per-prefix path)"})
+    mlp: bool = field(default=False, metadata={
+        "help": "residual two-layer GELU MLP per token after each attention layer (exact per-prefix path)"})
+    mlp_width: int = field(default=0, metadata={"help": "hidden width of the MLP; 0 means 4 (d + k)"})
+    causal: bool = field(default=False, metadata={
+        "help": "causal one-pass form (Zheng et al. 2024): token t attends to tokens < t; "
+                "equals the per-prefix model for one layer only"})
 
     def __post_init__(self):
         check_int("layers", self.layers, 1)
         check_int("heads", self.heads, 1)
         check_float("init_scale", self.init_scale, 0.0)
+        check_choice("parameterisation", self.parameterisation, PARAMETERISATIONS)
+        for name in ("layer_norm", "mlp", "causal"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        check_int("mlp_width", self.mlp_width, 0)
+        if self.mlp_width and not self.mlp:
+            raise ValueError(f"mlp_width applies only with mlp=True, got mlp_width={self.mlp_width}")
+
+    @property
+    def nonlinear(self) -> bool:
+        """Whether token updates are nonlinear (LayerNorm or MLP), ruling out the Γ recursion."""
+        return self.layer_norm or self.mlp
 
 
 class LinearSelfAttention(InContextModel):
-    """L layers of full-parameter linear self-attention over (x, y) tokens.
+    """L layers of linear self-attention over (x, y) tokens (variants: see the module docstring).
 
     Labels may be vectors: with ``target_dim`` k > 1 the tokens are (x, y) ∈ R^{d+k}, ys is
-    (B, N, k) and the prediction is minus the query's k label slots.
+    (B, N, k) and the prediction is minus the query's k label slots.  :meth:`attention_weights`
+    gives the (P, Q) matrices of every layer and head whatever the parameterisation.
     """
 
     Config = LSAConfig
@@ -58,26 +109,118 @@ class LinearSelfAttention(InContextModel):
         check_int("points", points, 1)
         check_int("target_dim", target_dim, 1)
         self.dim, self.points, self.config, self.target_dim = dim, points, config, target_dim
-        shape = (config.layers, config.heads, dim + target_dim, dim + target_dim)
-        self.value = nn.Parameter(config.init_scale * torch.randn(shape))  # P = W_PV per layer and head
-        self.key_query = nn.Parameter(config.init_scale * torch.randn(shape))  # Q = W_KQ per layer and head
+        width = dim + target_dim
+        if config.parameterisation == "full":
+            shape = (config.layers, config.heads, width, width)
+            self.value = nn.Parameter(config.init_scale * torch.randn(shape))  # P = W_PV per layer and head
+            self.key_query = nn.Parameter(config.init_scale * torch.randn(shape))  # Q = W_KQ per layer and head
+        else:  # (p^x, p^y) and (q^x, q^y) per layer and head
+            self.value_scales = nn.Parameter(config.init_scale * torch.randn(config.layers, config.heads, 2))
+            self.key_query_scales = nn.Parameter(config.init_scale * torch.randn(config.layers, config.heads, 2))
+        if config.layer_norm:
+            self.norms = nn.ModuleList(nn.LayerNorm(width) for _ in range(config.layers))
+        if config.mlp:
+            hidden = config.mlp_width or 4 * width
+            self.mlps = nn.ModuleList(nn.Sequential(nn.Linear(width, hidden), nn.GELU(), nn.Linear(hidden, width))
+                                      for _ in range(config.layers))
+            for mlp in self.mlps:
+                for linear in (mlp[0], mlp[2]):
+                    nn.init.normal_(linear.weight, std=config.init_scale)
+                    nn.init.zeros_(linear.bias)
+
+    def attention_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(P, Q), each (layers, heads, d + k, d + k)."""
+        if self.config.parameterisation == "full":
+            return self.value, self.key_query
+        blocks = torch.cat([torch.zeros(self.dim, dtype=torch.long), torch.ones(self.target_dim, dtype=torch.long)])
+        blocks = blocks.to(self.value_scales.device)
+
+        def expand(scales):
+            return torch.diag_embed(scales[..., blocks])
+
+        return expand(self.value_scales), expand(self.key_query_scales)
 
     def prefix_moments(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """Γ_i = (1/max(i, 1)) Σ_{j<i} z_j z_jᵀ for every position i: (B, N, d+k, d+k)."""
-        outer = _outer(_tokens(xs, self._labels(ys)))
-        exclusive = torch.cumsum(outer, dim=1) - outer
-        counts = torch.arange(xs.shape[1], device=xs.device).clamp(min=1).to(xs.dtype)
-        return exclusive / counts[:, None, None]
+        return _exclusive_moments(_tokens(xs, self._labels(ys)))
 
     def layer_predictions(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
         labels = self._labels(ys)
+        if self.config.causal:
+            return self._causal(xs, labels)
+        if self.config.nonlinear:
+            return self.per_prefix_predictions(xs, ys)
         return self._propagate(self.prefix_moments(xs, ys), _tokens(xs, torch.zeros_like(labels)))
 
     def last_prediction(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        """The final position only, from Γ of the first N − 1 points: N times cheaper for training."""
+        """The final position only: N times cheaper for training (except in the causal form)."""
         labels = self._labels(ys)
+        if self.config.causal:
+            return self._causal(xs, labels)[-1][:, -1]
+        if self.config.nonlinear:
+            last = torch.tensor([xs.shape[1] - 1], device=xs.device)
+            return self.per_prefix_predictions(xs, ys, last)[-1][:, 0]
         context = _outer(_tokens(xs[:, :-1], labels[:, :-1])).sum(dim=1) / max(xs.shape[1] - 1, 1)
         return self._propagate(context, _tokens(xs[:, -1], torch.zeros_like(labels[:, -1])))[-1]
+
+    def per_prefix_predictions(self, xs: torch.Tensor, ys: torch.Tensor,
+                               positions: torch.Tensor | None = None) -> list[torch.Tensor]:
+        """The exact per-prefix model on materialised tokens, for the given ``positions`` (all by default).
+
+        Prompt i is the context tokens (x_j, y_j), j < i, plus the query (x_i, 0); its tokens
+        sit in one row of a (B, P, N, D) tensor, the query at index i and the tokens j > i
+        zero and never keys.  Valid for every variant but ``causal``; used whenever
+        ``layer_norm`` or ``mlp`` is on.  Returns the predictions (B, P) after each layer.
+        """
+        labels = self._labels(ys)
+        n = xs.shape[1]
+        if positions is None:
+            positions = torch.arange(n, device=xs.device)
+        index = torch.arange(n, device=xs.device)
+        keys = (index[None, :] < positions[:, None]).to(xs.dtype)  # (P, N): context tokens of prompt p
+        query = (index[None, :] == positions[:, None]).to(xs.dtype)  # (P, N): the query token of prompt p
+        counts = positions.clamp(min=1).to(xs.dtype)
+        tokens = _tokens(xs, labels)[:, None]  # (B, 1, N, D)
+        keep_label = keys[None, :, :, None]
+        tokens = torch.cat([tokens[..., :self.dim] * (keys + query)[None, :, :, None],
+                            tokens[..., self.dim:] * keep_label], dim=-1)  # (B, P, N, D)
+        value, key_query = self.attention_weights()
+        predictions = []
+        for layer in range(self.config.layers):
+            masked = tokens * keys[None, :, :, None]
+            gamma = torch.einsum("bpjk,bpjl->bpkl", masked, masked) / counts[:, None, None]
+            keyed = torch.einsum("hkl,bptl->bpthk", key_query[layer], tokens)  # Q_h z
+            attended = torch.einsum("bpkl,bpthl->bpthk", gamma, keyed)  # Γ_p Q_h z
+            tokens = tokens + torch.einsum("hij,bpthj->bpti", value[layer], attended)
+            tokens = self._token_layers(layer, tokens)
+            out = -torch.einsum("bptk,pt->bpk", tokens[..., self.dim:], query)
+            predictions.append(out.squeeze(-1) if self.target_dim == 1 else out)
+        return predictions
+
+    def _token_layers(self, layer: int, tokens: torch.Tensor) -> torch.Tensor:
+        """The per-token LayerNorm and residual MLP after attention layer ``layer`` (identity if off)."""
+        if self.config.layer_norm:
+            tokens = self.norms[layer](tokens)
+        if self.config.mlp:
+            tokens = tokens + self.mlps[layer](tokens)
+        return tokens
+
+    def _causal(self, xs: torch.Tensor, labels: torch.Tensor) -> list[torch.Tensor]:
+        """The one-pass causal form: context token t and query t both attend to context tokens j < t."""
+        context = _tokens(xs, labels)
+        query = _tokens(xs, torch.zeros_like(labels))
+        value, key_query = self.attention_weights()
+        predictions = []
+        for layer in range(self.config.layers):
+            gamma = _exclusive_moments(context)  # (B, N, D, D), from this layer's tokens
+            both = torch.stack([context, query])  # (2, B, N, D)
+            keyed = torch.einsum("hkl,sbnl->sbnhk", key_query[layer], both)
+            attended = torch.einsum("bnkl,sbnhl->sbnhk", gamma, keyed)
+            both = both + torch.einsum("hij,sbnhj->sbni", value[layer], attended)
+            context, query = self._token_layers(layer, both).unbind(0)
+            prediction = -query[..., self.dim:]
+            predictions.append(prediction.squeeze(-1) if self.target_dim == 1 else prediction)
+        return predictions
 
     def _labels(self, ys: torch.Tensor) -> torch.Tensor:
         """Labels as (..., N, k), whether given as (B, N) scalars or (B, N, k) vectors."""
@@ -88,9 +231,10 @@ class LinearSelfAttention(InContextModel):
 
     def _propagate(self, gamma: torch.Tensor, query: torch.Tensor) -> list[torch.Tensor]:
         """Run the layers on context moments Γ (..., D, D) and query tokens (..., D); ŷ after each layer."""
+        values, key_queries = self.attention_weights()
         predictions = []
         for layer in range(self.config.layers):
-            value, key_query = self.value[layer], self.key_query[layer]
+            value, key_query = values[layer], key_queries[layer]
             keyed = torch.einsum("hkl,...l->...hk", key_query, query)  # Q_h z per head
             attended = torch.einsum("...jk,...hk->...hj", gamma, keyed)  # Γ Q_h z
             update = torch.einsum("hij,...hj->...i", value, attended)  # Σ_h P_h Γ Q_h z
@@ -111,3 +255,11 @@ def _tokens(xs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 def _outer(tokens: torch.Tensor) -> torch.Tensor:
     return tokens.unsqueeze(-1) * tokens.unsqueeze(-2)
+
+
+def _exclusive_moments(tokens: torch.Tensor) -> torch.Tensor:
+    """(1/max(i, 1)) Σ_{j<i} z_j z_jᵀ for every i of tokens (B, N, D): (B, N, D, D)."""
+    outer = _outer(tokens)  # shifted cumulative sum: position i never touches tokens >= i, not even in rounding
+    exclusive = torch.cat([torch.zeros_like(outer[:, :1]), torch.cumsum(outer[:, :-1], dim=1)], dim=1)
+    counts = torch.arange(tokens.shape[1], device=tokens.device).clamp(min=1).to(tokens.dtype)
+    return exclusive / counts[:, None, None]
