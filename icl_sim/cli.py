@@ -205,8 +205,11 @@ def eval_command(run_dir, num_prompts, seed, device):
 @click.option("--num-prompts", type=click.IntRange(min=2), default=1024, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="evaluation seed")
 @click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True)
+@click.option("--readout", type=click.Choice(["direct", "fitted"]), default="direct", show_default=True,
+              help="direct: the model's own read-out after each layer; fitted: a linear read-out of each layer's "
+                   "hidden state fitted on held-out prompts (Fu et al.)")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object {records, best}")
-def probe_command(run_dir, algorithm, steps, num_prompts, seed, device, as_json):
+def probe_command(run_dir, algorithm, steps, num_prompts, seed, device, readout, as_json):
     """Match every layer of a trained model with steps of an algorithm.
 
     \b
@@ -230,7 +233,7 @@ def probe_command(run_dir, algorithm, steps, num_prompts, seed, device, as_json)
     config = load_config(run_dir)
     device = resolve_device(device)
     result = probe(load_run(run_dir, device), make_task(config.task, **config.task_params), algorithm, steps=steps,
-                   num_prompts=num_prompts, seed=seed, device=device)
+                   num_prompts=num_prompts, seed=seed, device=device, readout=readout)
     out_dir = Path(run_dir) / "probe"
     write_table(result["records"], out_dir, algorithm)
     cosines = {(r["layer"], r["step"]): r["value"] for r in result["records"] if r["metric"] == "residual_cosine"}

@@ -17,6 +17,11 @@ under which every layer has a step that predicts most like it, i.e. the least
 let k-step runs with small steps imitate fewer steps, and every layer would look like the
 last step.)  The sensitivity and weight metrics need scalar labels; for vector labels (PCA)
 the other two are reported.
+
+Layers are read out ``direct`` (the model's own read-out after each layer: the LSA's query
+label slot, the GPT's final LayerNorm and read-out) or ``fitted``: a linear read-out of each
+layer's hidden state fitted by least squares on the tuning prompts (Fu et al. 2023), for
+models whose intermediate layers do not predict directly.
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ from icl_sim.models import InContextModel
 from icl_sim.prompt import Prompt
 from icl_sim.theory import GD, GDPlusPlus, Newton, PowerMethod, PreconditionedGD, Ridge, optimal_preconditioner
 from icl_sim.theory.predictions.comparison_metrics import implicit_weights
+from icl_sim.validation import check_choice
 
 LEARNING_RATES = tuple(float(v) for v in torch.logspace(-2, 0.5, 26, dtype=torch.float64))
 CURVATURE_CORRECTIONS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)
@@ -75,21 +81,26 @@ ALGORITHMS = {
 }
 
 
+READOUTS = ("direct", "fitted")
+
+
 def probe(model: InContextModel, task, algorithm: str, *, steps: int = 10, num_prompts: int = 1024,
-          seed: int = 0, device="cpu") -> dict:
+          seed: int = 0, device="cpu", readout: str = "direct") -> dict:
     """Records ``{layer, algorithm, step, metric, value}`` for every layer × step, and the best step per layer.
 
     Layers are 1-based; ``best`` maps each layer to the step with the highest residual cosine.
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}; got {algorithm!r}")
+    check_choice("readout", readout, READOUTS)
     tuning, probes = (next(eval_prompts(task, num_prompts=num_prompts, batch_size=num_prompts, seed=seed + offset,
                                         device=device)) for offset in (1_000_003, 0))
     model = copy.deepcopy(model).to(device=device, dtype=torch.float64).eval()
+    layered = model.layer_predictions if readout == "direct" else _fitted_readouts(model, tuning)
     scalar = probes.target.ndim == 2
     with torch.no_grad():
-        model_tuning = [_last(preds) for preds in model.layer_predictions(tuning.xs, tuning.ys)]
-    model_outputs = _outputs(model.layer_predictions, probes, scalar)
+        model_tuning = [_last(preds) for preds in layered(tuning.xs, tuning.ys)]
+    model_outputs = _outputs(layered, probes, scalar)
     members = [[ALGORITHMS[algorithm].build(step, **hyper) for step in range(1, steps + 1)]
                for hyper in ALGORITHMS[algorithm].grid(tuning)]
     runs = _closest_run(members, tuning, model_tuning)
@@ -101,6 +112,30 @@ def probe(model: InContextModel, task, algorithm: str, *, steps: int = 10, num_p
                 records.append({"layer": layer, "algorithm": algorithm, "step": step, "metric": metric,
                                 "value": value})
     return {"records": records, "best": best_steps(records)}
+
+
+def _fitted_readouts(model: InContextModel, tuning: Prompt) -> Callable:
+    """Per-layer linear read-outs of the hidden state, least squares (with an intercept) on the tuning prompts."""
+    with torch.no_grad():
+        features = model.layer_features(tuning.xs, tuning.ys)
+    target = _last(tuning.target)
+    target = target.unsqueeze(-1) if target.ndim == 1 else target
+    maps = []
+    for feature in features:
+        design = _with_intercept(_last(feature))
+        gram = design.mT @ design
+        ridge = 1e-10 * gram.diagonal().mean() * torch.eye(gram.shape[0], dtype=gram.dtype, device=gram.device)
+        maps.append(torch.linalg.solve(gram + ridge, design.mT @ target))
+
+    def layered(xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
+        outputs = [_with_intercept(feature) @ weights for feature, weights in zip(model.layer_features(xs, ys), maps)]
+        return [output.squeeze(-1) if output.shape[-1] == 1 else output for output in outputs]
+
+    return layered
+
+
+def _with_intercept(features: torch.Tensor) -> torch.Tensor:
+    return torch.cat([features, torch.ones_like(features[..., :1])], dim=-1)
 
 
 def _closest_run(members: list[list], tuning: Prompt, model_tuning: list[torch.Tensor]) -> list:

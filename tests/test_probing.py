@@ -1,15 +1,18 @@
 """Probing: a constructed L-layer LSA (L steps of GD) is matched layer by layer to GD steps."""
 import json
 
+import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
 
 from icl_sim.cli import cli
 from icl_sim.config import TrainConfig
-from icl_sim.probing import LEARNING_RATES, best_steps, probe
+from icl_sim.models import InContextModel
+from icl_sim.probing import LEARNING_RATES, _fitted_readouts, best_steps, probe
+from icl_sim.seeding import make_generator
 from icl_sim.tasks import make_task
-from icl_sim.theory import constructed_lsa
+from icl_sim.theory import GD, constructed_lsa
 from icl_sim.training import train
 
 TASK = make_task("linear-regression", dim=4, points=13)
@@ -56,3 +59,35 @@ def test_probe_cli_writes_table_heatmap_and_json(tmp_path):
     assert len(report["records"]) == 2 * 3 * 4
     assert (tmp_path / "run" / "probe" / "newton.png").stat().st_size > 1000
     assert torch.isfinite(torch.tensor([r["value"] for r in report["records"]])).all()
+
+
+class AffineGDFeatures(InContextModel):
+    """Layer ℓ's hidden state is an affine image of GD step ℓ's prediction, so its own read-out is useless."""
+
+    def __init__(self, layers: int):
+        super().__init__()
+        self.layers = layers
+        self.unused = torch.nn.Parameter(torch.zeros(()))
+
+    def layer_features(self, xs, ys):
+        return [torch.stack([3 * GD(step, LR).predict(xs, ys) + 1, torch.ones_like(ys)], dim=-1)
+                for step in range(1, self.layers + 1)]
+
+    def layer_predictions(self, xs, ys):
+        return [torch.zeros_like(ys) for _ in range(self.layers)]
+
+
+def test_fitted_readouts_are_least_squares_fits_of_the_target_on_each_layer():
+    """Fu et al.'s read-out: per layer, the affine map of the hidden state closest to y on the tuning prompts."""
+    tuning = TASK.sample(300, make_generator(1, "eval"), dtype=torch.float64)
+    model = AffineGDFeatures(2).double()
+    layered = _fitted_readouts(model, tuning)
+    for layer, fitted in enumerate(layered(tuning.xs, tuning.ys), start=1):
+        features = model.layer_features(tuning.xs, tuning.ys)[layer - 1][:, -1].numpy()
+        design = np.concatenate([features, np.ones((len(features), 1))], axis=1)
+        coefficients = np.linalg.lstsq(design, tuning.ys[:, -1].numpy(), rcond=None)[0]
+        np.testing.assert_allclose(fitted[:, -1].numpy(), design @ coefficients, rtol=1e-7, atol=1e-9)
+    result = probe(AffineGDFeatures(2), TASK, "gd", steps=3, num_prompts=128, readout="fitted")
+    assert set(result["best"]) == {1, 2}
+    with pytest.raises(ValueError, match="readout"):
+        probe(AffineGDFeatures(1), TASK, "gd", readout="logit-lens")

@@ -22,6 +22,13 @@ class InContextModel(nn.Module, abc.ABC):
     def forward(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         return self.layer_predictions(xs, ys)[-1]
 
+    def layer_features(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
+        """Per-layer features (B, N, width) at every query, for read-outs fitted per layer (Fu et al. 2023).
+
+        Models whose intermediate layers do not predict directly expose their hidden states here.
+        """
+        raise ValueError(f"{type(self).__name__} exposes no per-layer features; use the direct read-out")
+
     def training_predictions(self, xs: torch.Tensor, ys: torch.Tensor, step: int,
                              last_only: bool) -> list[torch.Tensor]:
         """The predictions the training loss averages over at optimiser step ``step``.

@@ -161,6 +161,10 @@ class GPT(InContextModel):
             states.append(h)
         return states
 
+    def layer_features(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
+        """The residual stream at the x tokens after each block: (B, N, n_embd) per layer."""
+        return [h[:, ::2] for h in self.hidden_states(xs, ys)[1:]]
+
     def layer_predictions(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
         """Logit-lens predictions (B, N) read out after each block; the last is the model's output."""
         return [self._predict_from(h) for h in self.hidden_states(xs, ys)[1:]]
