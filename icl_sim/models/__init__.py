@@ -5,8 +5,10 @@ from icl_sim.models.base import InContextModel
 from icl_sim.models.gpt import GPT
 from icl_sim.models.looped import LoopedLSA, LoopedTransformer
 from icl_sim.models.lsa import LinearSelfAttention
+from icl_sim.models.softmax_attention import SoftmaxAttention
 
-MODELS = {"lsa": LinearSelfAttention, "gpt": GPT, "looped": LoopedTransformer, "looped-lsa-ln": LoopedLSA}
+MODELS = {"lsa": LinearSelfAttention, "gpt": GPT, "looped": LoopedTransformer, "looped-lsa-ln": LoopedLSA,
+          "softmax-attention": SoftmaxAttention}
 
 
 def build_model(name: str, dim: int, points: int, target_dim: int = 1, **params) -> InContextModel:
@@ -21,4 +23,5 @@ def build_model(name: str, dim: int, points: int, target_dim: int = 1, **params)
     return model_class(dim, points, config, target_dim)
 
 
-__all__ = ["GPT", "MODELS", "InContextModel", "LinearSelfAttention", "LoopedLSA", "LoopedTransformer", "build_model"]
+__all__ = ["GPT", "MODELS", "InContextModel", "LinearSelfAttention", "LoopedLSA", "LoopedTransformer", "SoftmaxAttention",
+           "build_model"]
