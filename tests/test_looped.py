@@ -156,7 +156,7 @@ def test_predict_beyond_the_trained_loops_iterates_the_block(block):
         state = torch.zeros_like(embedded)
         for _ in range(13):
             state = model.block(state + embedded)
-        expected = model.read_out(model.ln_f(state[:, ::2])).squeeze(-1)
+        expected = model.head.read_out(model.head.ln_f(state[:, ::2])).squeeze(-1)
     torch.testing.assert_close(model.predict(xs, ys, loops=13), expected)
     calls = block_calls(model)
     model.predict(xs.double(), ys.double(), loops=40)

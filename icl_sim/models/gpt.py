@@ -99,40 +99,25 @@ class Block(nn.Module):
         return h + self.mlp(self.ln_2(h))
 
 
-class GPT(InContextModel):
-    """Garg et al.'s in-context regression transformer for prompts of up to ``points`` pairs in ``dim`` dims."""
+class InterleavedEmbedding(nn.Module):
+    """Garg et al.'s prompt embedding: x_0, y_0, x_1, y_1, ... zero-padded to one width, read in, plus positions.
 
-    Config = GPTConfig
+    Labels may be scalars (B, N) or vectors (B, N, k); y_i becomes (y_i, 0, ..., 0).
+    """
 
-    def __init__(self, dim: int, points: int, config: GPTConfig = GPTConfig(), target_dim: int = 1):
+    def __init__(self, dim: int, points: int, target_dim: int, n_embd: int, dropout: float):
         super().__init__()
         check_int("dim", dim, 1)
         check_int("points", points, 1)
         check_int("target_dim", target_dim, 1)
-        self.dim, self.points, self.config, self.target_dim = dim, points, config, target_dim
-        self.width = max(dim, target_dim)  # x and y tokens are zero-padded to a common width
-        n_embd, n_layer, n_head = config.dims
+        self.dim, self.points, self.target_dim = dim, points, target_dim
+        self.width = max(dim, target_dim)
         self.read_in = nn.Linear(self.width, n_embd)
         self.positions = nn.Embedding(2 * points, n_embd)
-        self.embed_dropout = nn.Dropout(config.dropout)
-        self.blocks = nn.ModuleList(Block(n_embd, n_head, config.dropout) for _ in range(n_layer))
-        self.ln_f = nn.LayerNorm(n_embd)
-        self.read_out = nn.Linear(n_embd, target_dim)
-        self._init_weights(n_layer)
+        self.dropout = nn.Dropout(dropout)
 
-    def _init_weights(self, n_layer: int) -> None:
-        """GPT-2 init: N(0, 0.02) weights, zero biases, residual projections shrunk by 1/sqrt(2 n_layer)."""
-        for module in self.modules():
-            if isinstance(module, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(module.weight, std=0.02)
-            if isinstance(module, nn.Linear):
-                nn.init.zeros_(module.bias)
-        for block in self.blocks:
-            for projection in (block.attn.proj, block.mlp.proj):
-                nn.init.normal_(projection.weight, std=0.02 / math.sqrt(2 * n_layer))
-
-    def _embed(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        """Interleave (x_i, y_i) into 2N tokens, read them in and add positions."""
+    def forward(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        """(B, 2N, n_embd): token 2i is x_i, token 2i + 1 is y_i."""
         check_prompt_shapes(xs, ys)
         batch, n, dim = xs.shape
         if dim != self.dim:
@@ -145,16 +130,50 @@ class GPT(InContextModel):
         xs_wide = F.pad(xs, (0, self.width - dim))
         ys_wide = F.pad(labels, (0, self.width - self.target_dim))
         tokens = torch.stack((xs_wide, ys_wide), dim=2).reshape(batch, 2 * n, self.width)
-        return self.embed_dropout(self.read_in(tokens) + self.positions.weight[: 2 * n])
+        return self.dropout(self.read_in(tokens) + self.positions.weight[: 2 * n])
 
-    def _predict_from(self, h: torch.Tensor) -> torch.Tensor:
-        """Final LayerNorm and read-out at the x tokens: (B, 2N, n_embd) -> (B, N) or (B, N, k)."""
-        out = self.read_out(self.ln_f(h[:, ::2]))
-        return out.squeeze(-1) if self.target_dim == 1 else out
+
+class XTokenReadOut(nn.Module):
+    """Final LayerNorm and a linear read-out at the x tokens: (B, 2N, n_embd) -> (B, N) or (B, N, k)."""
+
+    def __init__(self, n_embd: int, target_dim: int):
+        super().__init__()
+        self.ln_f = nn.LayerNorm(n_embd)
+        self.read_out = nn.Linear(n_embd, target_dim)
+
+    def forward(self, h: torch.Tensor, last_only: bool = False) -> torch.Tensor:
+        out = self.read_out(self.ln_f(h[:, -2] if last_only else h[:, ::2]))
+        return out.squeeze(-1) if out.shape[-1] == 1 else out
+
+
+def gpt2_init(model: nn.Module, residual_projections, n_layer: int) -> None:
+    """GPT-2 init: N(0, 0.02) weights, zero biases, residual projections shrunk by 1/sqrt(2 n_layer)."""
+    for module in model.modules():
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, std=0.02)
+        if isinstance(module, nn.Linear):
+            nn.init.zeros_(module.bias)
+    for projection in residual_projections:
+        nn.init.normal_(projection.weight, std=0.02 / math.sqrt(2 * n_layer))
+
+
+class GPT(InContextModel):
+    """Garg et al.'s in-context regression transformer for prompts of up to ``points`` pairs in ``dim`` dims."""
+
+    Config = GPTConfig
+
+    def __init__(self, dim: int, points: int, config: GPTConfig = GPTConfig(), target_dim: int = 1):
+        super().__init__()
+        self.dim, self.points, self.config, self.target_dim = dim, points, config, target_dim
+        n_embd, n_layer, n_head = config.dims
+        self.embedding = InterleavedEmbedding(dim, points, target_dim, n_embd, config.dropout)
+        self.blocks = nn.ModuleList(Block(n_embd, n_head, config.dropout) for _ in range(n_layer))
+        self.head = XTokenReadOut(n_embd, target_dim)
+        gpt2_init(self, [p for block in self.blocks for p in (block.attn.proj, block.mlp.proj)], n_layer)
 
     def hidden_states(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
         """Residual stream (B, 2N, n_embd) after the embedding and after each block (n_layer + 1 entries)."""
-        h = self._embed(xs, ys)
+        h = self.embedding(xs, ys)
         states = [h]
         for block in self.blocks:
             h = block(h)
@@ -167,8 +186,8 @@ class GPT(InContextModel):
 
     def layer_predictions(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
         """Logit-lens predictions (B, N) read out after each block; the last is the model's output."""
-        return [self._predict_from(h) for h in self.hidden_states(xs, ys)[1:]]
+        return [self.head(h) for h in self.hidden_states(xs, ys)[1:]]
 
     def forward(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """Predictions (B, N): preds[:, i] from (x_j, y_j), j < i, and x_i."""
-        return self._predict_from(self.hidden_states(xs, ys)[-1])
+        return self.head(self.hidden_states(xs, ys)[-1])

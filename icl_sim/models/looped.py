@@ -49,7 +49,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from icl_sim.models.base import InContextModel
-from icl_sim.models.gpt import Block
+from icl_sim.models.gpt import Block, InterleavedEmbedding, XTokenReadOut, gpt2_init
 from icl_sim.predictor import check_prompt_shapes
 from icl_sim.validation import check_choice, check_float, check_int
 
@@ -208,40 +208,16 @@ class LoopedTransformer(LoopedModel):
 
     def __init__(self, dim: int, points: int, config: LoopedConfig = LoopedConfig(), target_dim: int = 1):
         super().__init__()
-        check_int("dim", dim, 1)
-        check_int("points", points, 1)
-        check_int("target_dim", target_dim, 1)
         self.dim, self.points, self.config, self.target_dim = dim, points, config, target_dim
-        self.width = max(dim, target_dim)
-        self.read_in = nn.Linear(self.width, config.n_embd)
-        self.positions = nn.Embedding(2 * points, config.n_embd)
-        self.embed_dropout = nn.Dropout(config.dropout)
+        self.embedding = InterleavedEmbedding(dim, points, target_dim, config.n_embd, config.dropout)
         block = Block if config.block == "softmax" else LinearBlock
         self.block = block(config.n_embd, config.n_head, config.dropout)
-        self.ln_f = nn.LayerNorm(config.n_embd)
-        self.read_out = nn.Linear(config.n_embd, target_dim)
-        for module in self.modules():  # GPT-2 init for a one-block network
-            if isinstance(module, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(module.weight, std=0.02)
-            if isinstance(module, nn.Linear):
-                nn.init.zeros_(module.bias)
-        for projection in (self.block.attn.proj, self.block.mlp.proj):
-            nn.init.normal_(projection.weight, std=0.02 / math.sqrt(2))
+        self.head = XTokenReadOut(config.n_embd, target_dim)
+        gpt2_init(self, [self.block.attn.proj, self.block.mlp.proj], n_layer=1)  # one block, however often looped
 
     def embed(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """e: interleaved (x_i, y_i) tokens read in, plus positions: (B, 2N, n_embd)."""
-        check_prompt_shapes(xs, ys)
-        batch, n, dim = xs.shape
-        if dim != self.dim:
-            raise ValueError(f"xs must have {self.dim} features (dim), got {dim}")
-        if n > self.points:
-            raise ValueError(f"prompt has {n} points but the model was built for at most points={self.points}")
-        labels = ys.unsqueeze(-1) if ys.ndim == 2 else ys
-        if labels.shape[-1] != self.target_dim:
-            raise ValueError(f"ys must carry target_dim={self.target_dim} labels per point, got {tuple(ys.shape)}")
-        tokens = torch.stack((F.pad(xs, (0, self.width - dim)), F.pad(labels, (0, self.width - self.target_dim))),
-                             dim=2).reshape(batch, 2 * n, self.width)
-        return self.embed_dropout(self.read_in(tokens) + self.positions.weight[: 2 * n])
+        return self.embedding(xs, ys)
 
     def _start(self, xs, ys):
         embedded = self.embed(xs, ys)
@@ -251,9 +227,7 @@ class LoopedTransformer(LoopedModel):
         return self.block(state + embedded)
 
     def _read(self, state, embedded, last_only):
-        states = state[:, -2] if last_only else state[:, ::2]
-        out = self.read_out(self.ln_f(states))
-        return out.squeeze(-1) if self.target_dim == 1 else out
+        return self.head(state, last_only)
 
 
 # --------------------------------------------------------------------------- looped-lsa-ln (Wu et al.)
