@@ -14,11 +14,6 @@ from icl_sim.models import MODELS
 from icl_sim.params import parameter_table, parse_parameters
 from icl_sim.tasks import TASKS, make_task
 
-# The model parameter that ``--layers`` sets, per model family.
-LAYER_PARAMETER = {"lsa": "layers", "gpt": "n_layer", "looped": "loops", "looped-lsa-ln": "loops"}
-# Theory papers train LSA on the final query; Garg et al. train GPT on every position.
-# Looped models: Yang et al. train on every position; Wu et al. on the query of the whole prompt.
-DEFAULT_LOSS_ON = {"lsa": "last", "gpt": "all", "looped": "all", "looped-lsa-ln": "last"}
 
 
 class OneLineErrors(click.Group):
@@ -87,7 +82,8 @@ TRAIN_DEFAULTS = TrainConfig()
 @click.option("--model", type=click.Choice(sorted(MODELS)), default="lsa", show_default=True)
 @click.option("--dim", type=click.IntRange(min=1), help="input dimension d (task parameter `dim`)")
 @click.option("--points", type=click.IntRange(min=1), help="points per prompt N, query included")
-@click.option("--layers", type=click.IntRange(min=1), help="number of layers (lsa: layers, gpt: n_layer)")
+@click.option("--layers", type=click.IntRange(min=1),
+              help="depth: layers (lsa, softmax-attention), n_layer (gpt), loops (looped models)")
 @click.option("--loops", type=click.IntRange(min=1), help="looped models: training loops b (model parameter `loops`)")
 @click.option("--loop-window", type=click.IntRange(min=0),
               help="looped models: the loss averages over the last T loops (model parameter `loop_window`)")
@@ -152,7 +148,7 @@ def _config_from_options(options) -> TrainConfig:
     model = options["model"]
     model_params = parse_parameters(MODELS[model].Config, options["model_params"])
     if options["layers"] is not None:
-        model_params[LAYER_PARAMETER[model]] = options["layers"]
+        model_params[MODELS[model].depth_parameter] = options["layers"]
     for option, parameter in (("loops", "loops"), ("loop_window", "loop_window")):
         if options[option] is not None:
             if parameter not in {field.name for field in dataclasses.fields(MODELS[model].Config)}:
@@ -163,7 +159,7 @@ def _config_from_options(options) -> TrainConfig:
         task=options["task"], task_params=task_params, model=model, model_params=model_params,
         steps=options["steps"], batch_size=options["batch_size"], lr=options["lr"], optimizer=options["optimizer"],
         weight_decay=options["weight_decay"], schedule=options["schedule"], warmup_steps=options["warmup_steps"],
-        grad_clip=options["grad_clip"], loss_on=options["loss_on"] or DEFAULT_LOSS_ON[model], seed=options["seed"],
+        grad_clip=options["grad_clip"], loss_on=options["loss_on"] or MODELS[model].default_loss_on, seed=options["seed"],
         device=options["device"], amp=options["amp"], compile=options["compile_model"],
         curriculum_dims=options["curriculum_dims"], curriculum_points=options["curriculum_points"],
         log_every=options["log_every"], checkpoint_every=options["checkpoint_every"],

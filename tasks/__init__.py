@@ -9,7 +9,8 @@ from icl_sim.tasks.linear_classification import LinearClassification
 from icl_sim.tasks.linear_regression import LinearRegression
 from icl_sim.tasks.pca import PCA
 
-TASKS = {cls.name: cls for cls in (LinearRegression, Boolean, GraphConnectivity, Autoregressive, PCA, LinearClassification,)}
+TASKS = {cls.name: cls for cls in (LinearRegression, Autoregressive, Boolean, GraphConnectivity, PCA,
+                                   LinearClassification)}
 
 
 def make_task(name: str, **params) -> Task:

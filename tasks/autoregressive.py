@@ -17,6 +17,7 @@ import torch
 from icl_sim.tasks.linear_regression import _haar_rotation
 
 from icl_sim.prompt import Prompt
+from icl_sim.tasks.base import sample_shape
 from icl_sim.validation import check_choice, check_float, check_int
 
 TRANSITIONS = ("orthogonal", "diagonal-unitary", "contractive")
@@ -126,11 +127,7 @@ class Autoregressive:
     def sample(self, batch_size: int, generator: torch.Generator, *, points: int | None = None,
                active_dims: int | None = None, dtype: torch.dtype = torch.float32) -> Prompt:
         """Draw ``batch_size`` trajectories; ``latent`` holds ``W`` (B, d, d)."""
-        check_int("batch_size", batch_size, 1)
-        n = self.points if points is None else points
-        active = self.dim if active_dims is None else active_dims
-        check_int("points", n, 1)
-        check_int("active_dims", active, 1, self.dim)
+        n, active = sample_shape(self, batch_size, points, active_dims)
         device, d = generator.device, self.dim
 
         w = self.transition_matrices(batch_size, active, generator, dtype)

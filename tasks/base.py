@@ -7,6 +7,7 @@ import torch
 
 from icl_sim.predictor import Predictor
 from icl_sim.prompt import Prompt
+from icl_sim.validation import check_int
 
 
 class Task(Protocol):
@@ -39,3 +40,13 @@ class Task(Protocol):
     def baselines(self) -> Mapping[str, Predictor]: ...
 
     def slices(self, prompt: Prompt) -> Mapping[str, torch.Tensor]: ...
+
+
+def sample_shape(task, batch_size: int, points: int | None, active_dims: int | None) -> tuple[int, int]:
+    """The validated (points, active_dims) of one ``sample`` call: the task's own unless overridden."""
+    check_int("batch_size", batch_size, 1)
+    count = task.points if points is None else points
+    active = task.dim if active_dims is None else active_dims
+    check_int("points", count, 1)
+    check_int("active_dims", active, 1, task.dim)
+    return count, active

@@ -13,6 +13,7 @@ from typing import ClassVar
 import torch
 
 from icl_sim.prompt import Prompt
+from icl_sim.tasks.base import sample_shape
 from icl_sim.validation import check_float, check_int
 
 
@@ -44,11 +45,7 @@ class LinearClassification:
     def sample(self, batch_size: int, generator: torch.Generator, *, points: int | None = None,
                active_dims: int | None = None, dtype: torch.dtype = torch.float32) -> Prompt:
         """Draw ``batch_size`` prompts; ``latent`` holds ``w`` (B, d) and ``flipped`` (B, N) bool."""
-        check_int("batch_size", batch_size, 1)
-        n = self.points if points is None else points
-        active = self.dim if active_dims is None else active_dims
-        check_int("points", n, 1)
-        check_int("active_dims", active, 1, self.dim)
+        n, active = sample_shape(self, batch_size, points, active_dims)
         device, d = generator.device, self.dim
         options = dict(generator=generator, device=device, dtype=dtype)
         xs = torch.randn(batch_size, n, d, **options)

@@ -8,6 +8,7 @@ from typing import ClassVar
 import torch
 
 from icl_sim.prompt import Prompt
+from icl_sim.tasks.base import sample_shape
 from icl_sim.seeding import make_generator
 from icl_sim.validation import check_choice, check_float, check_int
 
@@ -107,11 +108,7 @@ class LinearRegression:
     def sample(self, batch_size: int, generator: torch.Generator, *, points: int | None = None,
                active_dims: int | None = None, dtype: torch.dtype = torch.float32) -> Prompt:
         """Draw ``batch_size`` prompts; ``latent`` holds ``w`` (B, d) and ``covariance`` (B, d, d)."""
-        check_int("batch_size", batch_size, 1)
-        n = self.points if points is None else points
-        active = self.dim if active_dims is None else active_dims
-        check_int("points", n, 1)
-        check_int("active_dims", active, 1, self.dim)
+        n, active = sample_shape(self, batch_size, points, active_dims)
         device, d = generator.device, self.dim
         options = dict(generator=generator, device=device, dtype=dtype)
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 import torch
 
 from icl_sim.prompt import Prompt
+from icl_sim.tasks.base import sample_shape
 from icl_sim.validation import check_float, check_int
 
 #: power-method step counts offered as baselines
@@ -70,11 +71,7 @@ class PCA:
         """Draw ``batch_size`` prompts; ``latent`` holds ``covariance`` (B, d, d) and ``direction`` (B, d)."""
         from icl_sim.theory.sequence_baselines import orient
 
-        check_int("batch_size", batch_size, 1)
-        n = self.points if points is None else points
-        active = self.dim if active_dims is None else active_dims
-        check_int("points", n, 1)
-        check_int("active_dims", active, 1, self.dim)
+        n, active = sample_shape(self, batch_size, points, active_dims)
         device, d = generator.device, self.dim
         options = dict(generator=generator, device=device, dtype=dtype)
 

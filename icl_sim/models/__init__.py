@@ -23,5 +23,5 @@ def build_model(name: str, dim: int, points: int, target_dim: int = 1, **params)
     return model_class(dim, points, config, target_dim)
 
 
-__all__ = ["GPT", "MODELS", "InContextModel", "LinearSelfAttention", "LoopedLSA", "LoopedTransformer", "SoftmaxAttention",
-           "build_model"]
+__all__ = ["GPT", "MODELS", "InContextModel", "LinearSelfAttention", "LoopedLSA", "LoopedTransformer",
+           "SoftmaxAttention", "build_model"]

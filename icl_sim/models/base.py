@@ -22,6 +22,10 @@ class InContextModel(nn.Module, abc.ABC):
     def forward(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         return self.layer_predictions(xs, ys)[-1]
 
+    #: the Config field that ``icl-sim train --layers`` sets, and the positions trained on by default
+    depth_parameter: str = "layers"
+    default_loss_on: str = "last"
+
     def layer_features(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
         """Per-layer features (B, N, width) at every query, for read-outs fitted per layer (Fu et al. 2023).
 

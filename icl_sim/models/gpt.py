@@ -161,6 +161,7 @@ class GPT(InContextModel):
     """Garg et al.'s in-context regression transformer for prompts of up to ``points`` pairs in ``dim`` dims."""
 
     Config = GPTConfig
+    depth_parameter, default_loss_on = "n_layer", "all"  # Garg et al. train on every position
 
     def __init__(self, dim: int, points: int, config: GPTConfig = GPTConfig(), target_dim: int = 1):
         super().__init__()

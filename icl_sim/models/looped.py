@@ -205,6 +205,7 @@ class LoopedTransformer(LoopedModel):
     """Yang et al.'s looped transformer over interleaved (x, y) tokens; read-out after every loop."""
 
     Config = LoopedConfig
+    depth_parameter, default_loss_on = "loops", "all"  # Yang et al. train on every position
 
     def __init__(self, dim: int, points: int, config: LoopedConfig = LoopedConfig(), target_dim: int = 1):
         super().__init__()
@@ -258,6 +259,7 @@ class LoopedLSA(LoopedModel):
     """Looped linear self-attention with a normalisation each loop; the query's label slots are the prediction."""
 
     Config = LoopedLSAConfig
+    depth_parameter, default_loss_on = "loops", "last"  # Wu et al.: the query of the whole prompt
 
     def __init__(self, dim: int, points: int, config: LoopedLSAConfig = LoopedLSAConfig(), target_dim: int = 1):
         super().__init__()

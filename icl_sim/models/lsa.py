@@ -102,6 +102,7 @@ class LinearSelfAttention(InContextModel):
     """
 
     Config = LSAConfig
+    depth_parameter, default_loss_on = "layers", "last"  # the theory papers train on the final query
 
     def __init__(self, dim: int, points: int, config: LSAConfig = LSAConfig(), target_dim: int = 1):
         super().__init__()

@@ -56,6 +56,7 @@ class SoftmaxAttention(InContextModel):
     """L layers of softmax self-attention over (x, y) tokens, read out as minus the query's label slots."""
 
     Config = SoftmaxAttentionConfig
+    depth_parameter, default_loss_on = "layers", "last"
 
     def __init__(self, dim: int, points: int, config: SoftmaxAttentionConfig = SoftmaxAttentionConfig(),
                  target_dim: int = 1):
