@@ -38,7 +38,8 @@ CONFIGS = [
     {"generator": "chain", "nodes": 11, "path_length": 3},
     {"generator": "chain", "nodes": 11, "path_length": 4, "directed": True},
     {"generator": "bounded-diameter", "nodes": 12, "max_diameter": 3, "components": 2, "extra_edges": 0.2},
-    {"generator": "bounded-diameter", "nodes": 12, "max_diameter": 4, "components": 3, "directed": True, "extra_edges": 0.3},
+    {"generator": "bounded-diameter", "nodes": 12, "max_diameter": 4, "components": 3, "directed": True,
+     "extra_edges": 0.3},
 ]
 
 

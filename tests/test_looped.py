@@ -16,7 +16,7 @@ from icl_sim.run_io import load_run
 from icl_sim.seeding import make_generator
 from icl_sim.tasks import make_task
 from icl_sim.theory.algorithms import PowerMethod
-from icl_sim.training import task_loss, train
+from icl_sim.training import train
 
 DIM, POINTS = 3, 8
 
