@@ -140,7 +140,8 @@ def saved_tensors(model, xs, ys) -> int:
 
 def test_training_memory_scales_with_the_window_not_the_loops():
     xs, ys = prompt()
-    counts = {(b, t): saved_tensors(looped(loops=b, loop_window=t), xs, ys) for b, t in [(4, 1), (8, 1), (8, 2), (8, 4)]}
+    counts = {(b, t): saved_tensors(looped(loops=b, loop_window=t), xs, ys)
+              for b, t in [(4, 1), (8, 1), (8, 2), (8, 4)]}
     assert counts[4, 1] == counts[8, 1]  # b does not matter
     per_loop = counts[8, 2] - counts[8, 1]
     assert per_loop > 0 and counts[8, 4] - counts[8, 2] == 2 * per_loop  # linear in T
