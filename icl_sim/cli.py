@@ -247,6 +247,51 @@ def probe_command(run_dir, algorithm, steps, num_prompts, seed, device, readout,
         click.echo(f"table and heatmap in {out_dir}")
 
 
+@cli.command("probe-latent")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--latent", "--target", "target", required=True,
+              help="w, xty ((1/n) Σ y_j x_j of the context) or any latent key of the task's prompts")
+@click.option("--probe", "probes", type=click.Choice(["linear", "mlp"]), multiple=True, default=["linear"],
+              show_default=True, help="probe kind (repeatable)")
+@click.option("--control", type=click.Choice(["permuted", "query-projection"]), default="permuted",
+              show_default=True, help="control task: targets of permuted prompts, or a random projection of x_query")
+@click.option("--num-fit", type=click.IntRange(min=2), default=2048, show_default=True, help="prompts to fit on")
+@click.option("--num-prompts", type=click.IntRange(min=2), default=1024, show_default=True, help="held-out prompts")
+@click.option("--ridge", type=float, default=1e-3, show_default=True, help="relative ridge of the linear probe")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="print the records as JSON")
+def probe_latent_command(run_dir, target, probes, control, num_fit, num_prompts, ridge, seed, device, as_json):
+    """Probe every layer's state at the final query for a latent (Akyürek et al.; Hewitt & Liang controls).
+
+    Writes RUN_DIR/probe/latent-TARGET.{csv,json}: held-out r2, control_r2, selectivity, fit_r2, control_fit_r2.
+    """
+    import json
+    from pathlib import Path
+
+    from icl_sim.evaluation import write_table
+    from icl_sim.latent_probes import probe_latent
+    from icl_sim.run_io import load_config, load_run
+    from icl_sim.training import resolve_device
+
+    config = load_config(run_dir)
+    device = resolve_device(device)
+    records = probe_latent(load_run(run_dir, device), make_task(config.task, **config.task_params), target,
+                           probes=probes, control=control, num_fit=num_fit, num_prompts=num_prompts, ridge=ridge,
+                           seed=seed, device=device)
+    out_dir = Path(run_dir) / "probe"
+    write_table(records, out_dir, f"latent-{target}")
+    if as_json:
+        click.echo(json.dumps(records, indent=2))
+        return
+    values = {(r["layer"], r["probe"], r["metric"]): r["value"] for r in records}
+    for layer, probe_name, _ in sorted(key for key in values if key[2] == "r2"):
+        click.echo(f"layer {layer} {probe_name}: R² {values[layer, probe_name, 'r2']:.4f}, "
+                   f"control ({control}) {values[layer, probe_name, 'control_r2']:.4f}, "
+                   f"selectivity {values[layer, probe_name, 'selectivity']:.4f}")
+    click.echo(f"table in {out_dir}")
+
+
 @cli.group("repro", cls=OneLineErrors)
 def repro_group():
     """Reproduce paper results end to end."""

@@ -153,6 +153,18 @@ class LinearSelfAttention(InContextModel):
             return self.per_prefix_predictions(xs, ys)
         return self._propagate(self.prefix_moments(xs, ys), _tokens(xs, torch.zeros_like(labels)))
 
+    def layer_features(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
+        """The query token z_query after each layer at every position: (B, N, d + k) per layer.
+
+        Its label slots are minus the layer's prediction; every variant is supported.
+        """
+        labels = self._labels(ys)
+        if self.config.causal:
+            return self._causal(xs, labels, features=True)
+        if self.config.nonlinear:
+            return self.per_prefix_predictions(xs, ys, features=True)
+        return self._propagate(self.prefix_moments(xs, ys), _tokens(xs, torch.zeros_like(labels)), features=True)
+
     def last_prediction(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """The final position only: N times cheaper for training (except in the causal form)."""
         labels = self._labels(ys)
@@ -165,13 +177,15 @@ class LinearSelfAttention(InContextModel):
         return self._propagate(context, _tokens(xs[:, -1], torch.zeros_like(labels[:, -1])))[-1]
 
     def per_prefix_predictions(self, xs: torch.Tensor, ys: torch.Tensor,
-                               positions: torch.Tensor | None = None) -> list[torch.Tensor]:
+                               positions: torch.Tensor | None = None, *,
+                               features: bool = False) -> list[torch.Tensor]:
         """The exact per-prefix model on materialised tokens, for the given ``positions`` (all by default).
 
         Prompt i is the context tokens (x_j, y_j), j < i, plus the query (x_i, 0); its tokens
         sit in one row of a (B, P, N, D) tensor, the query at index i and the tokens j > i
         zero and never keys.  Valid for every variant but ``causal``; used whenever
-        ``layer_norm`` or ``mlp`` is on.  Returns the predictions (B, P) after each layer.
+        ``layer_norm`` or ``mlp`` is on.  Returns the predictions (B, P) after each layer, or with
+        ``features`` the query tokens (B, P, d + k).
         """
         labels = self._labels(ys)
         n = xs.shape[1]
@@ -194,6 +208,9 @@ class LinearSelfAttention(InContextModel):
             attended = torch.einsum("bpkl,bpthl->bpthk", gamma, keyed)  # Γ_p Q_h z
             tokens = tokens + torch.einsum("hij,bpthj->bpti", value[layer], attended)
             tokens = self._token_layers(layer, tokens)
+            if features:
+                predictions.append(torch.einsum("bptk,pt->bpk", tokens, query))
+                continue
             out = -torch.einsum("bptk,pt->bpk", tokens[..., self.dim:], query)
             predictions.append(out.squeeze(-1) if self.target_dim == 1 else out)
         return predictions
@@ -206,7 +223,7 @@ class LinearSelfAttention(InContextModel):
             tokens = tokens + self.mlps[layer](tokens)
         return tokens
 
-    def _causal(self, xs: torch.Tensor, labels: torch.Tensor) -> list[torch.Tensor]:
+    def _causal(self, xs: torch.Tensor, labels: torch.Tensor, features: bool = False) -> list[torch.Tensor]:
         """The one-pass causal form: context token t and query t both attend to context tokens j < t."""
         context = _tokens(xs, labels)
         query = _tokens(xs, torch.zeros_like(labels))
@@ -219,6 +236,9 @@ class LinearSelfAttention(InContextModel):
             attended = torch.einsum("bnkl,sbnhl->sbnhk", gamma, keyed)
             both = both + torch.einsum("hij,sbnhj->sbni", value[layer], attended)
             context, query = self._token_layers(layer, both).unbind(0)
+            if features:
+                predictions.append(query)
+                continue
             prediction = -query[..., self.dim:]
             predictions.append(prediction.squeeze(-1) if self.target_dim == 1 else prediction)
         return predictions
@@ -230,8 +250,9 @@ class LinearSelfAttention(InContextModel):
             raise ValueError(f"ys must carry target_dim={self.target_dim} labels per point, got {tuple(ys.shape)}")
         return labels
 
-    def _propagate(self, gamma: torch.Tensor, query: torch.Tensor) -> list[torch.Tensor]:
-        """Run the layers on context moments Γ (..., D, D) and query tokens (..., D); ŷ after each layer."""
+    def _propagate(self, gamma: torch.Tensor, query: torch.Tensor, features: bool = False) -> list[torch.Tensor]:
+        """Run the layers on context moments Γ (..., D, D) and query tokens (..., D); ŷ (or, with
+        ``features``, the query token) after each layer."""
         values, key_queries = self.attention_weights()
         predictions = []
         for layer in range(self.config.layers):
@@ -244,6 +265,9 @@ class LinearSelfAttention(InContextModel):
                 step = step + torch.eye(self.dim + self.target_dim, device=query.device, dtype=query.dtype)
                 gamma = step @ gamma @ step.transpose(-1, -2)
             query = query + update
+            if features:
+                predictions.append(query)
+                continue
             prediction = -query[..., self.dim:]
             predictions.append(prediction.squeeze(-1) if self.target_dim == 1 else prediction)
         return predictions
