@@ -98,8 +98,7 @@ def probe(model: InContextModel, task, algorithm: str, *, steps: int = 10, num_p
     model = copy.deepcopy(model).to(device=device, dtype=torch.float64).eval()
     layered = model.layer_predictions if readout == "direct" else _fitted_readouts(model, tuning)
     scalar = probes.target.ndim == 2
-    with torch.no_grad():
-        model_tuning = [_last(preds) for preds in layered(tuning.xs, tuning.ys)]
+    model_tuning = _last_predictions(layered, tuning)
     model_outputs = _outputs(layered, probes, scalar)
     members = [[ALGORITHMS[algorithm].build(step, **hyper) for step in range(1, steps + 1)]
                for hyper in ALGORITHMS[algorithm].grid(tuning)]
@@ -145,7 +144,8 @@ def _closest_run(members: list[list], tuning: Prompt, model_tuning: list[torch.T
     layers = torch.stack(model_tuning)  # (L, B, ...)
 
     def mismatch(run: list) -> float:
-        steps = torch.stack([_last(member.predict(tuning.xs, tuning.ys)) for member in run])  # (K, B, ...)
+        steps = torch.stack([_last_predictions(lambda xs, ys: [member.predict(xs, ys)], tuning)[0]
+                             for member in run])  # (K, B, ...)
         differences = (layers[:, None] - steps[None]).square().flatten(2).mean(dim=-1)  # (L, K)
         return float(differences.min(dim=1).values.sum())
 
@@ -173,8 +173,30 @@ class _Output:
     weights: torch.Tensor | None
 
 
+#: prompts per forward pass: bounds the memory of deep models and of the 2d probe queries per prompt
+CHUNK_PROMPTS = 256
+
+
 def _outputs(layered: Callable, prompt: Prompt, scalar: bool) -> list[_Output]:
     """Per layer: the final-query prediction, ∂ŷ/∂x_query and the implicit weights (scalar labels only)."""
+    parts = [_chunk_outputs(layered, Prompt(prompt.xs[start:start + CHUNK_PROMPTS],
+                                            prompt.ys[start:start + CHUNK_PROMPTS]), scalar)
+             for start in range(0, prompt.batch_size, CHUNK_PROMPTS)]
+    return [_Output(*(None if pieces[0] is None else torch.cat(pieces)
+                      for pieces in zip(*((o.prediction, o.sensitivity, o.weights) for o in layer))))
+            for layer in zip(*parts)]
+
+
+def _last_predictions(layered: Callable, prompt: Prompt) -> list[torch.Tensor]:
+    """Each layer's final-query predictions, without gradients, chunk by chunk."""
+    with torch.no_grad():
+        parts = [[_last(preds) for preds in layered(prompt.xs[start:start + CHUNK_PROMPTS],
+                                                     prompt.ys[start:start + CHUNK_PROMPTS])]
+                 for start in range(0, prompt.batch_size, CHUNK_PROMPTS)]
+    return [torch.cat(pieces) for pieces in zip(*parts)]
+
+
+def _chunk_outputs(layered: Callable, prompt: Prompt, scalar: bool) -> list[_Output]:
     query = prompt.xs[:, -1].clone().requires_grad_(scalar)
     xs = torch.cat([prompt.xs[:, :-1], query.unsqueeze(1)], dim=1)
     with torch.enable_grad():
