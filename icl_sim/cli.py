@@ -292,6 +292,50 @@ def probe_latent_command(run_dir, target, probes, control, num_fit, num_prompts,
     click.echo(f"table in {out_dir}")
 
 
+@cli.command("compare-weights")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--lr", type=float, default=1.0, show_default=True,
+              help="step of the GD construction; the scale column reads as the learned step relative to it")
+@click.option("--preconditioner", type=click.Choice(["identity", "optimal"]), default="identity", show_default=True,
+              help="A of the construction: I, or the optimal one-layer Γ* (Ahn et al.) for the task's mean covariance")
+@click.option("--json", "as_json", is_flag=True, help="print the records as JSON")
+def compare_weights_command(run_dir, lr, preconditioner, as_json):
+    """Compare each layer of a trained linear-attention run (lsa) with a step of (preconditioned) GD, one per layer.
+
+    Per layer and effective map (full, label, label_feature; see icl_sim.weight_comparison), invariant to
+    P -> cP, Q -> Q/c and head permutations: cosine with the construction, best scale, relative residual,
+    fraction of the squared norm on the construction's non-zero entries.
+    """
+    import json
+
+    import torch
+
+    from icl_sim.run_io import load_config, load_run
+    from icl_sim.seeding import make_generator
+    from icl_sim.theory import gd_lsa_weights, optimal_preconditioner
+    from icl_sim.weight_comparison import compare_to_construction, effective_layer_maps
+
+    config, model = load_config(run_dir), load_run(run_dir, "cpu")
+    layers = len(effective_layer_maps(model))
+    if model.target_dim != 1:
+        raise ValueError(f"compare-weights needs scalar labels (the GD construction); target_dim={model.target_dim}")
+    matrix = None
+    if preconditioner == "optimal":
+        task = make_task(config.task, **config.task_params)
+        prompt = task.sample(4096, make_generator(config.seed, "eval", 0), dtype=torch.float64)
+        if "covariance" not in prompt.latent:
+            raise ValueError(f"--preconditioner optimal needs a task with a covariance, not {config.task!r}")
+        matrix = optimal_preconditioner(prompt.latent["covariance"].mean(dim=0), prompt.points - 1)
+    records = compare_to_construction(model, gd_lsa_weights(model.dim, layers, lr, matrix))
+    if as_json:
+        click.echo(json.dumps(records, indent=2))
+        return
+    click.echo(f"{'layer':>5} {'map':<14} {'cosine':>8} {'scale':>9} {'residual':>9} {'support':>8}")
+    for r in records:
+        click.echo(f"{r['layer']:>5} {r['map']:<14} {r['cosine']:>8.4f} {r['scale']:>9.4g} "
+                   f"{r['relative_residual']:>9.4f} {r['support_fraction']:>8.4f}")
+
+
 @cli.group("repro", cls=OneLineErrors)
 def repro_group():
     """Reproduce paper results end to end."""

@@ -97,14 +97,15 @@ def similarity(model_map: torch.Tensor, construction_map: torch.Tensor, toleranc
     """``cosine``, ``scale``, ``relative_residual`` and ``support_fraction`` of one map against another."""
     m, c = model_map.flatten().to(torch.float64), construction_map.flatten().to(torch.float64)
     if m.shape != c.shape:
-        raise ValueError(f"maps must have the same shape, got {tuple(model_map.shape)} and {tuple(construction_map.shape)}")
+        raise ValueError(f"maps must have the same shape, got {tuple(model_map.shape)} "
+                         f"and {tuple(construction_map.shape)}")
     m_norm, c_norm = float(m.norm()), float(c.norm())
     inner = float(m @ c)
-    cosine = inner / (m_norm * c_norm) if m_norm > 0 and c_norm > 0 else 0.0
+    cosine = max(-1.0, min(1.0, inner / (m_norm * c_norm))) if m_norm > 0 and c_norm > 0 else 0.0
     scale = inner / c_norm**2 if c_norm > 0 else math.nan
     residual = float((m - scale * c).norm()) / m_norm if m_norm > 0 and c_norm > 0 else math.nan
     support = c.abs() > tolerance * float(c.abs().max()) if c_norm > 0 else torch.zeros_like(c, dtype=torch.bool)
-    fraction = float(m[support].square().sum()) / m_norm**2 if m_norm > 0 else math.nan
+    fraction = min(1.0, float(m[support].square().sum()) / m_norm**2) if m_norm > 0 else math.nan
     return {"cosine": cosine, "scale": scale, "relative_residual": residual, "support_fraction": fraction}
 
 

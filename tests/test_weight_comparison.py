@@ -110,3 +110,23 @@ def test_trained_one_layer_lsa_matches_one_step_gd_at_the_optimal_step(tmp_path)
     assert records[1, "full"]["cosine"] > 0.95  # P's feature rows get no gradient and keep their init
     assert records[1, "label_feature"]["scale"] == pytest.approx(1.0, abs=0.1)
     assert records[1, "label"]["support_fraction"] > 0.98
+
+
+def test_compare_weights_cli(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from icl_sim.cli import cli
+
+    config = TrainConfig(task_params={"dim": 3, "points": 8, "condition_number": 2.0}, model_params={"layers": 2},
+                         steps=20, batch_size=32, device="cpu", log_every=10)
+    train(config, tmp_path / "run", progress=False)
+    for extra in ([], ["--preconditioner", "optimal", "--lr", "0.5"]):
+        result = CliRunner().invoke(cli, ["compare-weights", str(tmp_path / "run"), "--json", *extra])
+        assert result.exit_code == 0, result.output
+        records = json.loads(result.output)
+        assert [(r["layer"], r["map"]) for r in records] == [(layer, name) for layer in (1, 2) for name in MAPS]
+        assert all(-1 <= r["cosine"] <= 1 and 0 <= r["support_fraction"] <= 1 for r in records)
+    table = CliRunner().invoke(cli, ["compare-weights", str(tmp_path / "run")])
+    assert table.exit_code == 0 and "label_feature" in table.output
