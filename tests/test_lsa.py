@@ -2,6 +2,7 @@
 import pytest
 import torch
 from contract import assert_no_peek
+from lsa_reference import per_prefix_reference
 
 from icl_sim.config import TrainConfig
 from icl_sim.models import build_model
@@ -11,25 +12,6 @@ from icl_sim.theory import GD
 from icl_sim.training import train
 
 
-def token_level_reference(model, xs, ys):
-    """Literal LSA on token matrices, one prompt and one prefix at a time (Ahn et al. 2023, eq. (2))."""
-    value, key_query = model.value.detach(), model.key_query.detach()
-    layers, heads = value.shape[:2]
-    labels = ys.unsqueeze(-1) if ys.ndim == 2 else ys
-    out = torch.zeros(layers, *labels.shape, dtype=xs.dtype)
-    for b in range(xs.shape[0]):
-        for i in range(xs.shape[1]):
-            context = torch.cat([labels[b, :i], torch.zeros(1, labels.shape[-1], dtype=ys.dtype)])
-            Z = torch.cat([xs[b, : i + 1], context], dim=1).T  # (d+k) x (i+1), query last
-            mask = torch.eye(i + 1, dtype=xs.dtype)
-            mask[i, i] = 0  # the query is not a key
-            for layer in range(layers):
-                attention = sum(value[layer, h] @ Z @ mask @ Z.T @ key_query[layer, h] @ Z for h in range(heads))
-                Z = Z + attention / max(i, 1)
-                out[layer, b, i] = -Z[xs.shape[-1]:, -1]
-    return out if ys.ndim == 3 else out.squeeze(-1)
-
-
 @pytest.fixture
 def prompt64():
     generator = torch.Generator().manual_seed(0)
@@ -37,22 +19,22 @@ def prompt64():
         torch.randn(3, 7, generator=generator, dtype=torch.float64)
 
 
-def test_matches_token_level_reference(prompt64):
+def test_matches_per_prefix_reference(prompt64):
     xs, ys = prompt64
     torch.manual_seed(1)
     model = build_model("lsa", 4, 7, layers=3, heads=2, init_scale=0.3).double()
-    expected = token_level_reference(model, xs, ys)
+    expected = per_prefix_reference(model, xs, ys)
     for layer, preds in enumerate(model.layer_predictions(xs, ys)):
         torch.testing.assert_close(preds, expected[layer], atol=1e-11, rtol=1e-11)
     torch.testing.assert_close(model.last_prediction(xs, ys), expected[-1][:, -1], atol=1e-11, rtol=1e-11)
 
 
-def test_vector_labels_match_token_level_reference(prompt64):
+def test_vector_labels_match_per_prefix_reference(prompt64):
     xs, _ = prompt64
     ys = torch.randn(*xs.shape[:2], 3, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
     torch.manual_seed(3)
     model = build_model("lsa", 4, 7, target_dim=3, layers=2, heads=2, init_scale=0.3).double()
-    expected = token_level_reference(model, xs, ys)
+    expected = per_prefix_reference(model, xs, ys)
     for layer, preds in enumerate(model.layer_predictions(xs, ys)):
         assert preds.shape == ys.shape
         torch.testing.assert_close(preds, expected[layer], atol=1e-11, rtol=1e-11)

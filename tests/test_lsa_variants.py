@@ -2,40 +2,11 @@
 import pytest
 import torch
 from contract import assert_no_peek
+from lsa_reference import per_prefix_reference, token_layers
 
 from icl_sim.models import build_model
 from icl_sim.models.lsa import LSAConfig
 from icl_sim.theory import GD
-
-
-def _token_layers(model, layer, Z):
-    """LayerNorm and residual MLP applied to every column (token) of Z (D x T)."""
-    tokens = Z.T
-    if model.config.layer_norm:
-        tokens = model.norms[layer](tokens)
-    if model.config.mlp:
-        tokens = tokens + model.mlps[layer](tokens)
-    return tokens.T
-
-
-@torch.no_grad()
-def per_prefix_reference(model, xs, ys):
-    """Literal per-prefix LSA on token matrices, one prompt and prefix at a time, LN / MLP after each layer."""
-    value, key_query = (w.detach() for w in model.attention_weights())
-    layers, heads = value.shape[:2]
-    labels = ys.unsqueeze(-1) if ys.ndim == 2 else ys
-    out = torch.zeros(layers, *labels.shape, dtype=xs.dtype)
-    for b in range(xs.shape[0]):
-        for i in range(xs.shape[1]):
-            context = torch.cat([labels[b, :i], torch.zeros(1, labels.shape[-1], dtype=ys.dtype)])
-            Z = torch.cat([xs[b, : i + 1], context], dim=1).T  # (d+k) x (i+1), query last
-            mask = torch.eye(i + 1, dtype=xs.dtype)
-            mask[i, i] = 0  # the query is not a key
-            for layer in range(layers):
-                attention = sum(value[layer, h] @ Z @ mask @ Z.T @ key_query[layer, h] @ Z for h in range(heads))
-                Z = _token_layers(model, layer, Z + attention / max(i, 1))
-                out[layer, b, i] = -Z[xs.shape[-1]:, -1]
-    return out if ys.ndim == 3 else out.squeeze(-1)
 
 
 @torch.no_grad()
@@ -57,7 +28,7 @@ def causal_reference(model, xs, ys):
                     moments = keys @ keys.T / max(t, 1)
                     new_context[:, t] += value[layer, h] @ moments @ key_query[layer, h] @ context[:, t]
                     new_queries[:, t] += value[layer, h] @ moments @ key_query[layer, h] @ queries[:, t]
-            context, queries = _token_layers(model, layer, new_context), _token_layers(model, layer, new_queries)
+            context, queries = token_layers(model, layer, new_context), token_layers(model, layer, new_queries)
             out[layer, b] = -queries[d:].T
     return out if ys.ndim == 3 else out.squeeze(-1)
 
@@ -75,7 +46,7 @@ def _model(seed, **params):
     return build_model("lsa", 4, 7, **params).double()
 
 
-def _perturb_token_layers(model, seed):
+def _perturbtoken_layers(model, seed):
     """Non-trivial LayerNorm affine parameters and MLP biases (they start at 1 and 0)."""
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -139,7 +110,7 @@ def test_diagonal_can_be_one_gd_step(prompt64):
 def test_layer_norm_and_mlp_match_per_prefix_reference(prompt64, params):
     xs, ys = prompt64
     model = _model(3, **params)
-    _perturb_token_layers(model, 4)
+    _perturbtoken_layers(model, 4)
     expected = per_prefix_reference(model, xs, ys)
     for layer, preds in enumerate(model.layer_predictions(xs, ys)):
         torch.testing.assert_close(preds, expected[layer], atol=1e-11, rtol=1e-11)
@@ -152,7 +123,7 @@ def test_layer_norm_and_mlp_with_vector_labels(prompt64):
     torch.manual_seed(7)
     model = build_model("lsa", 4, 7, target_dim=2, layers=2, heads=2, init_scale=0.3, layer_norm=True,
                         mlp=True).double()
-    _perturb_token_layers(model, 8)
+    _perturbtoken_layers(model, 8)
     expected = per_prefix_reference(model, xs, ys)
     for layer, preds in enumerate(model.layer_predictions(xs, ys)):
         assert preds.shape == ys.shape
@@ -163,7 +134,7 @@ def test_layer_norm_and_mlp_with_vector_labels(prompt64):
 def test_causal_matches_causal_reference(prompt64, params):
     xs, ys = prompt64
     model = _model(9, causal=True, **params)
-    _perturb_token_layers(model, 10)
+    _perturbtoken_layers(model, 10)
     expected = causal_reference(model, xs, ys)
     for layer, preds in enumerate(model.layer_predictions(xs, ys)):
         torch.testing.assert_close(preds, expected[layer], atol=1e-11, rtol=1e-11)
@@ -175,7 +146,7 @@ def test_causal_equals_per_prefix_for_one_layer_only(prompt64, params):
     xs, ys = prompt64
     for layers in (1, 2):
         per_prefix = _model(11, layers=layers, **params)
-        _perturb_token_layers(per_prefix, 12)
+        _perturbtoken_layers(per_prefix, 12)
         causal = build_model("lsa", 4, 7, layers=layers, heads=2, causal=True, **params).double()
         causal.load_state_dict(per_prefix.state_dict())
         first_causal, first_prefix = causal.layer_predictions(xs, ys)[0], per_prefix.layer_predictions(xs, ys)[0]

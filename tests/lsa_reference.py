@@ -1,0 +1,32 @@
+"""The literal LSA, one prompt and one prefix at a time: the independent reference for the fast paths."""
+import torch
+
+
+def token_layers(model, layer, Z):
+    """LayerNorm and residual MLP applied to every column (token) of Z (D x T)."""
+    tokens = Z.T
+    if model.config.layer_norm:
+        tokens = model.norms[layer](tokens)
+    if model.config.mlp:
+        tokens = tokens + model.mlps[layer](tokens)
+    return tokens.T
+
+
+@torch.no_grad()
+def per_prefix_reference(model, xs, ys):
+    """Literal per-prefix LSA on token matrices, one prompt and prefix at a time, LN / MLP after each layer."""
+    value, key_query = (w.detach() for w in model.attention_weights())
+    layers, heads = value.shape[:2]
+    labels = ys.unsqueeze(-1) if ys.ndim == 2 else ys
+    out = torch.zeros(layers, *labels.shape, dtype=xs.dtype)
+    for b in range(xs.shape[0]):
+        for i in range(xs.shape[1]):
+            context = torch.cat([labels[b, :i], torch.zeros(1, labels.shape[-1], dtype=ys.dtype)])
+            Z = torch.cat([xs[b, : i + 1], context], dim=1).T  # (d+k) x (i+1), query last
+            mask = torch.eye(i + 1, dtype=xs.dtype)
+            mask[i, i] = 0  # the query is not a key
+            for layer in range(layers):
+                attention = sum(value[layer, h] @ Z @ mask @ Z.T @ key_query[layer, h] @ Z for h in range(heads))
+                Z = token_layers(model, layer, Z + attention / max(i, 1))
+                out[layer, b, i] = -Z[xs.shape[-1]:, -1]
+    return out if ys.ndim == 3 else out.squeeze(-1)
