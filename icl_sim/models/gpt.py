@@ -66,9 +66,13 @@ class CausalSelfAttention(nn.Module):
         batch, length, width = h.shape
         q, k, v = (t.view(batch, length, self.n_head, width // self.n_head).transpose(1, 2)
                    for t in self.qkv(h).split(width, dim=2))
-        out = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0,
-                                             is_causal=True)
+        out = self.attend(q, k, v)
         return self.resid_dropout(self.proj(out.transpose(1, 2).reshape(batch, length, width)))
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """Causal softmax attention per head: (B, H, T, h) -> (B, H, T, h)."""
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0,
+                                              is_causal=True)
 
 
 class MLP(nn.Module):

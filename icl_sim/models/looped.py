@@ -49,7 +49,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from icl_sim.models.base import InContextModel
-from icl_sim.models.gpt import Block, InterleavedEmbedding, XTokenReadOut, gpt2_init
+from icl_sim.models.gpt import Block, CausalSelfAttention, InterleavedEmbedding, XTokenReadOut, gpt2_init
 from icl_sim.predictor import check_prompt_shapes
 from icl_sim.validation import check_choice, check_float, check_int
 
@@ -172,25 +172,15 @@ class LoopedConfig:
         check_float("dropout", self.dropout, 0.0, maximum=1.0)
 
 
-class CausalLinearAttention(nn.Module):
+class CausalLinearAttention(CausalSelfAttention):
     """Multi-head causal attention without softmax: token t gets (1/(t+1)) Σ_{s≤t} (q_t·k_s/√h) v_s."""
 
-    def __init__(self, n_embd: int, n_head: int, dropout: float):
-        super().__init__()
-        self.n_head = n_head
-        self.qkv = nn.Linear(n_embd, 3 * n_embd)
-        self.proj = nn.Linear(n_embd, n_embd)
-        self.resid_dropout = nn.Dropout(dropout)
-
-    def forward(self, h: torch.Tensor) -> torch.Tensor:
-        batch, length, width = h.shape
-        q, k, v = (t.view(batch, length, self.n_head, width // self.n_head).transpose(1, 2)
-                   for t in self.qkv(h).split(width, dim=2))
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        length = q.shape[-2]
         scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
-        causal = torch.ones(length, length, dtype=torch.bool, device=h.device).tril()
-        counts = torch.arange(1, length + 1, device=h.device, dtype=scores.dtype)[:, None]
-        out = (scores.masked_fill(~causal, 0.0) / counts) @ v
-        return self.resid_dropout(self.proj(out.transpose(1, 2).reshape(batch, length, width)))
+        causal = torch.ones(length, length, dtype=torch.bool, device=q.device).tril()
+        counts = torch.arange(1, length + 1, device=q.device, dtype=scores.dtype)[:, None]
+        return (scores.masked_fill(~causal, 0.0) / counts) @ v
 
 
 class LinearBlock(Block):
