@@ -14,7 +14,7 @@ import torch
 
 from icl_sim.validation import check_float, check_int
 
-from .baselines import Baseline, LinearBaseline
+from .baselines import LinearBaseline, PointsOnlyBaseline
 from .prefix import label_moments, outer_products, prefix_mean, prefix_sum
 
 
@@ -202,7 +202,7 @@ class DiscreteMMSE(LinearBaseline):
         return torch.softmax(logits, dim=-1) @ pool
 
 
-class PowerMethod(Baseline):
+class PowerMethod(PointsOnlyBaseline):
     """Top principal direction of the context points x_{<i} by ``steps`` power iterations on G_i.
 
     Start: the normalised all-ones vector u = 1/√d; step: v ← Ĝ_i v/‖Ĝ_i v‖.  So
@@ -222,9 +222,10 @@ class PowerMethod(Baseline):
         self.steps = steps
 
     def directions(self, xs: torch.Tensor) -> torch.Tensor:
-        if not isinstance(xs, torch.Tensor) or xs.ndim != 3:
-            raise ValueError(f"xs must have shape (B, N, d), got {tuple(getattr(xs, 'shape', ()))}")
-        xs = xs.to(torch.float64)
+        """Unit vectors (B, N, d): the k-th power iterate of each prefix."""
+        return self.predict(xs)
+
+    def _predict_points(self, xs: torch.Tensor) -> torch.Tensor:
         gram = prefix_mean(outer_products(xs))
         d = xs.shape[-1]
         v = torch.full(xs.shape, d ** -0.5, dtype=xs.dtype, device=xs.device)
@@ -234,5 +235,4 @@ class PowerMethod(Baseline):
             v = torch.where(norm > 0, image / torch.where(norm > 0, norm, 1.0), v)
         return v
 
-    def predict(self, xs: torch.Tensor, ys=None) -> torch.Tensor:
-        return self.directions(xs)
+

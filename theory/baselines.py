@@ -8,6 +8,8 @@ of any float dtype on any device give float64 predictions (B, N) on the device o
 """
 from __future__ import annotations
 
+import abc
+
 import torch
 
 from icl_sim.validation import check_float, check_int
@@ -19,18 +21,38 @@ from .prefix import (as_float64, context_mask, label_moments, masked_designs, ou
 CHUNK_BYTES = 2 ** 28
 
 
-class Baseline:
+class Baseline(abc.ABC):
     """Common contract: cast to float64, predict in float64; ``repr`` shows the parameters."""
 
     def predict(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         return self._predict(*as_float64(xs, ys))
 
+    @abc.abstractmethod
     def _predict(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
+        """Predictions (B, N) from float64 inputs."""
 
     def __repr__(self) -> str:
         params = ", ".join(f"{name}={value!r}" for name, value in vars(self).items())
         return f"{type(self).__name__}({params})"
+
+
+class PointsOnlyBaseline(Baseline):
+    """A baseline that reads only the points x (a principal direction, say): ``ys`` may be omitted.
+
+    ``predict(xs)`` returns ``_predict_points`` of the float64 points, (B, N, ...) per position.
+    """
+
+    def predict(self, xs: torch.Tensor, ys: torch.Tensor | None = None) -> torch.Tensor:
+        if not isinstance(xs, torch.Tensor) or xs.ndim != 3:
+            raise ValueError(f"xs must have shape (B, N, d), got {tuple(getattr(xs, 'shape', ()))}")
+        return self._predict_points(xs.to(torch.float64))
+
+    def _predict(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        return self._predict_points(xs)
+
+    @abc.abstractmethod
+    def _predict_points(self, xs: torch.Tensor) -> torch.Tensor:
+        """Predictions from float64 points alone."""
 
 
 class LinearBaseline(Baseline):
@@ -40,8 +62,9 @@ class LinearBaseline(Baseline):
         """The fitted weights w_i for every position, (B, N, d) float64."""
         return self._weights(*as_float64(xs, ys))
 
+    @abc.abstractmethod
     def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
+        """Weights (B, N, d) from float64 inputs."""
 
     def _predict(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         return (xs * self._weights(xs, ys)).sum(dim=-1)

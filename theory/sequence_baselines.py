@@ -17,7 +17,7 @@ import torch
 
 from icl_sim.validation import check_float
 
-from .baselines import CHUNK_BYTES, Baseline
+from .baselines import CHUNK_BYTES, Baseline, PointsOnlyBaseline
 from .prefix import context_mask, outer_products, prefix_sum
 
 
@@ -96,7 +96,7 @@ def orient(vectors: torch.Tensor) -> torch.Tensor:
     return vectors * torch.where(sign == 0, 1.0, sign).to(vectors.dtype)
 
 
-class TopEigenvector(Baseline):
+class TopEigenvector(PointsOnlyBaseline):
     """The top eigenvector of the prefix second-moment matrix G_i = Σ_{j<i} x_j x_jᵀ, per position.
 
     ``torch.linalg.eigh`` of all (B, N, d, d) prefix matrices at once (uncentred, as the PCA
@@ -106,10 +106,7 @@ class TopEigenvector(Baseline):
     The batch is chunked so the prefix matrices stay under ``CHUNK_BYTES``.
     """
 
-    def predict(self, xs: torch.Tensor, ys=None) -> torch.Tensor:
-        if not isinstance(xs, torch.Tensor) or xs.ndim != 3:
-            raise ValueError(f"xs must have shape (B, N, d), got {tuple(getattr(xs, 'shape', ()))}")
-        xs = xs.to(torch.float64)
+    def _predict_points(self, xs: torch.Tensor) -> torch.Tensor:
         _, n, d = xs.shape
         chunk = max(1, CHUNK_BYTES // max(1, n * d * d * xs.element_size()))
         return torch.cat([self._top(x) for x in xs.split(chunk)])
