@@ -5,7 +5,9 @@ linear regression, d = 10 with N = 10 context points, x ~ U(-0.5, 0.5)^d (their
 code's ``input_range = 1``) and w ~ N(0, I), implements one step of gradient
 descent with the best step size η*.  Measured on held-out prompts: both losses
 (½·MSE, their convention), the prediction difference (mean |ŷ_LSA − ŷ_GD|, and the
-relative L2 distance), and the cosine of the input sensitivities ∂ŷ/∂x_query.
+relative L2 distance), the cosine of the input sensitivities ∂ŷ/∂x_query, and the trained
+weights against the GD construction (Prop. 1), through the effective map P·(·)·Q that is
+invariant to the rescaling P → cP, Q → Q/c.
 """
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ from icl_sim.paper_repro.checks import Check
 from icl_sim.paper_repro.runs import train_or_reuse
 from icl_sim.prompt import Prompt
 from icl_sim.tasks import LinearRegression
-from icl_sim.theory import GD
+from icl_sim.theory import GD, gd_lsa_weights
+from icl_sim.weight_comparison import compare_to_construction
 
 NAME = "von-oswald-2023"
 TITLE = "von Oswald et al. 2023: one trained linear self-attention layer = one step of GD"
@@ -125,7 +128,9 @@ def run(scale: str, out_dir: Path, *, device, progress: bool) -> tuple[list[Chec
                                     log_extra=lambda m: alignment(m, gd, probe))
     test = next(eval_prompts(TASK, num_prompts=settings.test_prompts, batch_size=settings.test_prompts, seed=3,
                              device=device))
-    final = {"gd_step_size": eta, **alignment(model, gd, test)}
+    (weights,) = compare_to_construction(model, gd_lsa_weights(TASK.dim, 1, eta), maps=("full",))
+    final = {"gd_step_size": eta, **alignment(model, gd, test), "weight_cosine": weights["cosine"],
+             "weight_scale": weights["scale"]}
     _plot(history, final, out_dir / "figure.png")
     checks = [
         Check("relative loss gap |L_LSA - L_GD| / L_GD", 0.0,
@@ -133,6 +138,8 @@ def run(scale: str, out_dir: Path, *, device, progress: bool) -> tuple[list[Chec
         Check("relative L2 distance of predictions", 0.0, final["relative_prediction_distance"], 0.1, "at_most",
               SOURCE),
         Check("cosine of sensitivities dŷ/dx_query", 1.0, final["sensitivity_cosine"], 0.01, "at_least", SOURCE),
+        Check("cosine of the trained weights with the GD construction at η*", 1.0, final["weight_cosine"], 0.02,
+              "at_least", "von Oswald et al., ICML 2023, Prop. 1 and Fig. 2"),
     ]
     rows = [{"quantity": key, "value": value} for key, value in final.items()]
     return checks, rows
