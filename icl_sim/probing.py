@@ -34,7 +34,8 @@ import torch
 from icl_sim.evaluation import eval_prompts
 from icl_sim.models import InContextModel
 from icl_sim.prompt import Prompt
-from icl_sim.theory import GD, GDPlusPlus, Newton, PowerMethod, PreconditionedGD, Ridge, optimal_preconditioner
+from icl_sim.theory import (GD, GDPlusPlus, GDSchedule, Newton, PowerMethod, PreconditionedGD, Ridge,
+                            optimal_preconditioner)
 from icl_sim.theory.predictions.comparison_metrics import implicit_weights
 from icl_sim.validation import check_choice
 
@@ -46,11 +47,38 @@ HIGHER_IS_CLOSER = {"residual_cosine": True, "sensitivity_cosine": True, "predic
 
 @dataclass(frozen=True)
 class Algorithm:
-    """An algorithm as a family of predictors: ``build(k, **hyper)``, tuned over ``grid(prompt)`` per k."""
+    """An algorithm as a family of predictors: ``build(k, **hyper)`` for hyper-parameters from ``grid(prompt)``."""
 
     name: str
     build: Callable[..., object]
     grid: Callable[[Prompt], Sequence[dict]]
+
+    def fitted_run(self, steps: int, tuning: Prompt, model_tuning: list[torch.Tensor]) -> list:
+        """Steps 1..K under the one hyper-parameter setting whose steps best cover the model's layers."""
+        members = [[self.build(step, **hyper) for step in range(1, steps + 1)] for hyper in self.grid(tuning)]
+        return _closest_run(members, tuning, model_tuning)
+
+
+@dataclass(frozen=True)
+class StepSizeSchedule:
+    """GD with a step size per step, step k's fitted in closed form to layer k.
+
+    Ahn et al. (2023) find that each layer of a trained LSA takes a step of its own.  Step k
+    predicts p(η) = p_{k−1} + η·Δ, affine in η_k, so the η_k closest to layer k in mean squared
+    prediction difference is ⟨Δ, layer − p_{k−1}⟩/⟨Δ, Δ⟩.  Every step is fitted to a layer,
+    so the run stops at the number of layers; what the probe then measures is how close each
+    layer comes to a GD step when the step sizes are free, and whether an earlier step is closer.
+    """
+
+    name: str = "gd-schedule"
+
+    def fitted_run(self, steps: int, tuning: Prompt, model_tuning: list[torch.Tensor]) -> list:
+        sizes: list[float] = []
+        for step in range(1, min(steps, len(model_tuning)) + 1):
+            before, unit = (_last(GDSchedule([*sizes, size]).predict(tuning.xs, tuning.ys)) for size in (0.0, 1.0))
+            direction = unit - before
+            sizes.append(float((direction * (model_tuning[step - 1] - before)).sum() / direction.square().sum()))
+        return [GDSchedule(sizes[:step]) for step in range(1, len(sizes) + 1)]
 
 
 def _learning_rates(prompt: Prompt) -> list[dict]:
@@ -78,6 +106,7 @@ ALGORITHMS = {
     # the ridge path: step k is λ = 10^(2 − k/2), from heavy shrinkage towards least squares
     "ridge": Algorithm("ridge", lambda k: Ridge(10.0 ** (2 - k / 2)), lambda prompt: [{}]),
     "power-method": Algorithm("power-method", lambda k: PowerMethod(k), lambda prompt: [{}]),
+    "gd-schedule": StepSizeSchedule(),
 }
 
 
@@ -100,9 +129,7 @@ def probe(model: InContextModel, task, algorithm: str, *, steps: int = 10, num_p
     scalar = probes.target.ndim == 2
     model_tuning = _last_predictions(layered, tuning)
     model_outputs = _outputs(layered, probes, scalar)
-    members = [[ALGORITHMS[algorithm].build(step, **hyper) for step in range(1, steps + 1)]
-               for hyper in ALGORITHMS[algorithm].grid(tuning)]
-    runs = _closest_run(members, tuning, model_tuning)
+    runs = ALGORITHMS[algorithm].fitted_run(steps, tuning, model_tuning)
     records = []
     for step, predictor in enumerate(runs, start=1):
         (algorithm_output,) = _outputs(lambda xs, ys: [predictor.predict(xs, ys)], probes, scalar)

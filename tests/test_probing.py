@@ -91,3 +91,19 @@ def test_fitted_readouts_are_least_squares_fits_of_the_target_on_each_layer():
     assert set(result["best"]) == {1, 2}
     with pytest.raises(ValueError, match="readout"):
         probe(AffineGDFeatures(1), TASK, "gd", readout="logit-lens")
+
+
+def test_a_step_size_per_layer_is_recovered_exactly():
+    """An LSA built as GD with steps 0.3, 0.8, 0.5: the fitted schedule matches every layer to float64 rounding."""
+    model = constructed_lsa(4, 13, 3, 1.0)
+    with torch.no_grad():
+        model.value.mul_(torch.tensor([0.3, 0.8, 0.5], dtype=torch.float64)[:, None, None, None])
+    result = probe(model, TASK, "gd-schedule", steps=5, num_prompts=256)
+    values = {(r["layer"], r["step"], r["metric"]): r["value"] for r in result["records"]}
+    assert result["best"] == {1: 1, 2: 2, 3: 3}
+    assert {r["step"] for r in result["records"]} == {1, 2, 3}
+    for layer in (1, 2, 3):
+        assert values[layer, layer, "prediction_difference"] < 1e-20
+    shared = probe(model, TASK, "gd", steps=3, num_prompts=256)
+    closest = min(r["value"] for r in shared["records"] if r["layer"] == 2 and r["metric"] == "prediction_difference")
+    assert closest > 1e-6  # no run with one shared step size reproduces the schedule

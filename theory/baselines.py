@@ -99,11 +99,7 @@ class GD(LinearBaseline):
         self.steps, self.lr = steps, lr
 
     def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        gram, moment = prefix_mean(outer_products(xs)), prefix_mean(label_moments(xs, ys))
-        w = torch.zeros_like(moment)
-        for _ in range(self.steps):
-            w = w - self.lr * ((gram @ w[..., None]).squeeze(-1) - moment)
-        return w
+        return gradient_descent_weights(xs, ys, [self.lr] * self.steps)
 
     def closed_form_weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """w_k = (I − (I − lr Ĝ_i)^k) Ĝ_i⁺ b̂_i with Ĝ_i = G_i/i, b̂_i = b_i/i, (B, N, d) float64.
@@ -127,6 +123,32 @@ class GD(LinearBaseline):
         f = torch.where(step == 0, k * self.lr, f)
         coeffs = f * (vecs.mT @ moment[..., None]).squeeze(-1)
         return (vecs @ coeffs[..., None]).squeeze(-1)
+
+
+class GDSchedule(LinearBaseline):
+    """GD from w = 0 with its own step size per step, η_1, …, η_k, on the same loss as ``GD``.
+
+    Ahn et al. (2023) find that each layer of a trained multi-layer LSA takes a step of its
+    own; ``GD`` is the constant schedule.
+    """
+
+    def __init__(self, step_sizes):
+        step_sizes = tuple(step_sizes)
+        for index, size in enumerate(step_sizes):
+            check_float(f"step_sizes[{index}]", size)
+        self.step_sizes = step_sizes
+
+    def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        return gradient_descent_weights(xs, ys, self.step_sizes)
+
+
+def gradient_descent_weights(xs: torch.Tensor, ys: torch.Tensor, step_sizes) -> torch.Tensor:
+    """w ← w − η_t (Ĝ_i w − b̂_i) from 0 for every prefix and each step size in turn, (B, N, d)."""
+    gram, moment = prefix_mean(outer_products(xs)), prefix_mean(label_moments(xs, ys))
+    w = torch.zeros_like(moment)
+    for size in step_sizes:
+        w = w - size * ((gram @ w[..., None]).squeeze(-1) - moment)
+    return w
 
 
 class Ridge(LinearBaseline):
