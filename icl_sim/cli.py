@@ -198,7 +198,8 @@ def eval_command(run_dir, num_prompts, seed, device):
 @cli.command("probe")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--algorithm", required=True,
-              help="gd, gd-schedule (a step size per layer), preconditioned-gd, gd-plus-plus, newton, ridge, power-method")
+              help="gd, gd-schedule (a step size per layer), preconditioned-gd, gd-plus-plus, newton, ridge, "
+                   "power-method")
 @click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True, help="algorithm steps 1..K")
 @click.option("--num-prompts", type=click.IntRange(min=2), default=1024, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="evaluation seed")
