@@ -1,19 +1,37 @@
-"""The ``icl-sim`` command line: tasks, train, eval and paper reproductions.
+"""The ``icl-sim`` command line: tasks, train, eval, probes, theory and paper reproductions.
 
 Every bad input ends in one line ``Error: ...`` and exit status 2, never a traceback.
 """
 from __future__ import annotations
 
 import dataclasses
+import json
+import shutil
 import sys
+import time
+from pathlib import Path
 
 import click
+import sympy
+import torch
 
+from icl_sim.atomic import atomic_path
 from icl_sim.config import DEVICES, LOSS_POSITIONS, OPTIMIZERS, SCHEDULES, Curriculum, TrainConfig
+from icl_sim.evaluation import write_table
+from icl_sim.latent_probes import probe_latent
 from icl_sim.models import MODELS
+from icl_sim.paper_repro import REPRODUCTIONS, run_reproduction
 from icl_sim.params import parameter_table, parse_parameters
+from icl_sim.plots import plot_heatmap
+from icl_sim.probing import probe
+from icl_sim.reports import evaluate_run, final_position_summary
+from icl_sim.run_io import load_config, load_run
+from icl_sim.seeding import make_generator
 from icl_sim.tasks import TASKS, make_task
-
+from icl_sim.theory import gd_lsa_weights, optimal_preconditioner
+from icl_sim.theory.predictions import PREDICTIONS
+from icl_sim.training import TrainingDiverged, resolve_device, train
+from icl_sim.weight_comparison import compare_to_construction, effective_layer_maps
 
 
 class OneLineErrors(click.Group):
@@ -118,8 +136,6 @@ TRAIN_DEFAULTS = TrainConfig()
 @click.option("--progress/--no-progress", default=True, show_default=True)
 def train_command(run_dir, resume, progress, **options):
     """Train a model on a task; writes config.json, checkpoint.pt and metrics.jsonl to --out."""
-    from icl_sim.run_io import load_config
-    from icl_sim.training import TrainingDiverged, train
 
     ctx = click.get_current_context()
     if resume:
@@ -185,7 +201,6 @@ def _resumed_config(ctx, saved: TrainConfig, options) -> TrainConfig:
 @click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True)
 def eval_command(run_dir, num_prompts, seed, device):
     """Compare a trained run with its task's baselines: RUN_DIR/eval/results.{csv,json}, error_curve.png."""
-    from icl_sim.reports import evaluate_run, final_position_summary
 
     records, paths = evaluate_run(run_dir, num_prompts=num_prompts, seed=seed, device=device)
     click.echo("metric at the last position, by predictor and slice of prompts (mean [95% bootstrap interval]):")
@@ -220,14 +235,6 @@ def probe_command(run_dir, algorithm, steps, num_prompts, seed, device, readout,
     For each (layer, step) the algorithm's hyper-parameters are those closest to the layer.
     Writes RUN_DIR/probe/ALGORITHM.{csv,json} and ALGORITHM.png (layer × step residual cosine).
     """
-    import json
-    from pathlib import Path
-
-    from icl_sim.evaluation import write_table
-    from icl_sim.plots import plot_heatmap
-    from icl_sim.probing import probe
-    from icl_sim.run_io import load_config, load_run
-    from icl_sim.training import resolve_device
 
     config = load_config(run_dir)
     device = resolve_device(device)
@@ -268,13 +275,6 @@ def probe_latent_command(run_dir, target, probes, control, num_fit, num_prompts,
 
     Writes RUN_DIR/probe/latent-TARGET.{csv,json}: held-out r2, control_r2, selectivity, fit_r2, control_fit_r2.
     """
-    import json
-    from pathlib import Path
-
-    from icl_sim.evaluation import write_table
-    from icl_sim.latent_probes import probe_latent
-    from icl_sim.run_io import load_config, load_run
-    from icl_sim.training import resolve_device
 
     config = load_config(run_dir)
     device = resolve_device(device)
@@ -308,14 +308,6 @@ def compare_weights_command(run_dir, lr, preconditioner, as_json):
     P -> cP, Q -> Q/c and head permutations: cosine with the construction, best scale, relative residual,
     fraction of the squared norm on the construction's non-zero entries.
     """
-    import json
-
-    import torch
-
-    from icl_sim.run_io import load_config, load_run
-    from icl_sim.seeding import make_generator
-    from icl_sim.theory import gd_lsa_weights, optimal_preconditioner
-    from icl_sim.weight_comparison import compare_to_construction, effective_layer_maps
 
     config, model = load_config(run_dir), load_run(run_dir, "cpu")
     layers = len(effective_layer_maps(model))
@@ -346,7 +338,6 @@ def repro_group():
 @repro_group.command("list")
 def repro_list():
     """List the reproducible papers."""
-    from icl_sim.paper_repro import REPRODUCTIONS
 
     for name, reproduction in REPRODUCTIONS.items():
         click.echo(f"{name:<22} {reproduction.TITLE}")
@@ -361,7 +352,6 @@ def repro_list():
 @click.option("--progress/--no-progress", default=True, show_default=True)
 def repro_run(name, scale, out_dir, device, progress):
     """Run reproduction NAME: figures, results table and checks.json; exit 1 if a check fails."""
-    from icl_sim.paper_repro import run_reproduction
 
     out_dir = out_dir or f"runs/{name}-{scale}"
     checks = run_reproduction(name, scale, out_dir, device=device, progress=progress)
@@ -379,11 +369,6 @@ def repro_run(name, scale, out_dir, device, progress):
 @click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True)
 def repro_gallery(figures_dir, runs_dir, device):
     """Regenerate the README gallery: every reproduction at quick scale, figures copied to --figures."""
-    import shutil
-    from pathlib import Path
-
-    from icl_sim.atomic import atomic_path
-    from icl_sim.paper_repro import REPRODUCTIONS, run_reproduction
 
     for name in REPRODUCTIONS:
         out_dir = Path(runs_dir) / f"{name}-quick"
@@ -401,7 +386,6 @@ def theory_group():
 @theory_group.command("list")
 def theory_list():
     """Every prediction with its source."""
-    from icl_sim.theory.predictions import PREDICTIONS
 
     for prediction in PREDICTIONS.values():
         click.echo(f"{prediction.name:<30} {prediction.summary}")
@@ -413,7 +397,6 @@ def theory_list():
 @click.option("--latex", is_flag=True, help="print LaTeX instead of pretty-printed formulas")
 def theory_show(name, latex):
     """The derivation of prediction NAME, step by step, ending with the final formula."""
-    import sympy
 
     prediction = _prediction(name)
     click.echo(f"{prediction.name}: {prediction.summary}\nsource: {prediction.source}\n")
@@ -428,10 +411,7 @@ def theory_show(name, latex):
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
 def theory_verify(names, seed, as_json):
     """Check predictions NAMES (default: all) against Monte Carlo; exit 1 if any fails."""
-    import json
-    import time
 
-    from icl_sim.theory.predictions import PREDICTIONS
 
     selected = [_prediction(name) for name in names] or list(PREDICTIONS.values())
     results = []
@@ -456,7 +436,6 @@ def theory_verify(names, seed, as_json):
 
 
 def _prediction(name):
-    from icl_sim.theory.predictions import PREDICTIONS
 
     if name not in PREDICTIONS:
         raise ValueError(f"prediction must be one of {', '.join(PREDICTIONS)}; got {name!r}")

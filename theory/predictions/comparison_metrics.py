@@ -16,6 +16,7 @@ the row space of X) otherwise.
 """
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import sympy as sp
@@ -114,9 +115,17 @@ def _derive() -> list[Step]:
     return steps
 
 
-SPD_FORMULA = _derive()[-1].expression.rhs
 SPD_SYMBOLS = [*delta, s11, s12, s22]
-spd_formula_d2 = torch_function(SPD_FORMULA, SPD_SYMBOLS)
+
+
+@functools.cache
+def _spd_function():
+    return torch_function(_derive()[-1].expression.rhs, SPD_SYMBOLS)
+
+
+def spd_formula_d2(*values):
+    """The derived SPD = δᵀΣδ for d = 2 as a function of (δ_1, δ_2, Σ_11, Σ_12, Σ_22); derived on first use."""
+    return _spd_function()(*values)
 
 
 def _probe_predictions(predictor, context_xs, context_ys, probes):

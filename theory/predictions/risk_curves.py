@@ -32,6 +32,7 @@ Inequality claims are ``Exceeds`` comparisons: they pass when estimate − 3 s.e
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -135,8 +136,10 @@ def _derive_ols() -> list[Step]:
     return steps
 
 
-OLS_FORMULA = _derive_ols()[-1].expression.rhs
-_ols_closed = torch_function(OLS_FORMULA, [n, d, s, sigma])
+@functools.cache
+def _ols_closed():
+    """The derived OLS risk as a torch function of (n, d, s, σ); derived once, on first use."""
+    return torch_function(_derive_ols()[-1].expression.rhs, [n, d, s, sigma])
 
 
 def ols_risk(points, dim: int, prior_scale: float = 1.0, noise: float = 0.0, *,
@@ -158,7 +161,7 @@ def ols_risk(points, dim: int, prior_scale: float = 1.0, noise: float = 0.0, *,
     if noise == 0:
         variance = torch.zeros_like(points)
     else:
-        closed = _ols_closed(points, dims, prior_scale, noise) - bias - noise**2
+        closed = _ols_closed()(points, dims, prior_scale, noise) - bias - noise**2
         variance = torch.where(gap >= 2, closed, torch.full_like(points, torch.inf))
         variance = torch.where(points == 0, torch.zeros_like(points), variance)
     return bias + variance + (noise**2 if query_noise else 0.0)
@@ -217,8 +220,10 @@ def _derive_averaging() -> list[Step]:
     return steps
 
 
-AVERAGING_FORMULA = _derive_averaging()[-1].expression.rhs
-_averaging_closed = torch_function(AVERAGING_FORMULA, [n, d, s, sigma])
+@functools.cache
+def _averaging_closed():
+    """The derived averaging risk as a torch function of (n, d, s, σ); derived on first use."""
+    return torch_function(_derive_averaging()[-1].expression.rhs, [n, d, s, sigma])
 
 
 def averaging_risk(points, dim: int, prior_scale: float = 1.0, noise: float = 0.0, *,
@@ -230,7 +235,7 @@ def averaging_risk(points, dim: int, prior_scale: float = 1.0, noise: float = 0.
     points = torch.as_tensor(points, dtype=torch.float64)
     if bool((points < 0).any()):
         raise ValueError(f"points must be >= 0, got {points}")
-    closed = _averaging_closed(points.clamp(min=1), dim, prior_scale, noise) - noise**2
+    closed = _averaging_closed()(points.clamp(min=1), dim, prior_scale, noise) - noise**2
     value = torch.where(points == 0, torch.full_like(points, prior_scale**2 * dim), closed)
     return value + (noise**2 if query_noise else 0.0)
 
@@ -292,10 +297,12 @@ def _derive_ridge_bayes() -> list[Step]:
     return steps
 
 
-RIDGE_BAYES_EIGEN_TERM = _derive_ridge_bayes()[-1].expression.rhs
-RIDGE_BAYES_MP = _derive_ridge_bayes()[-2].expression.rhs
-_ridge_eigen_term = torch_function(RIDGE_BAYES_EIGEN_TERM, [mu, s, sigma])
-_ridge_mp = torch_function(RIDGE_BAYES_MP, [n, d, s, sigma])
+@functools.cache
+def _ridge_functions():
+    """(per-eigenvalue Bayes-risk term of (μ, s, σ), Marchenko–Pastur limit of (n, d, s, σ)), derived on first use."""
+    steps = _derive_ridge_bayes()
+    return (torch_function(steps[-1].expression.rhs, [mu, s, sigma]),
+            torch_function(steps[-2].expression.rhs, [n, d, s, sigma]))
 
 
 def ridge_bayes_conditional_risk(xs: torch.Tensor, prior_scale: float, noise: float, *,
@@ -305,7 +312,7 @@ def ridge_bayes_conditional_risk(xs: torch.Tensor, prior_scale: float, noise: fl
     check_float("noise", noise, 0.0, strict=True)
     xs = xs.to(torch.float64)
     eigenvalues = torch.linalg.eigvalsh(xs.mT @ xs).clamp(min=0)
-    return _ridge_eigen_term(eigenvalues, prior_scale, noise).sum(-1) + (noise**2 if query_noise else 0.0)
+    return _ridge_functions()[0](eigenvalues, prior_scale, noise).sum(-1) + (noise**2 if query_noise else 0.0)
 
 
 def ridge_bayes_risk_samples(points: int, dim: int, prior_scale: float, noise: float, *,
@@ -330,7 +337,7 @@ def ridge_bayes_risk(points: int, dim: int, prior_scale: float, noise: float, *,
 
 def ridge_bayes_risk_mp(points, dim, prior_scale: float, noise: float) -> torch.Tensor:
     """Marchenko–Pastur (d, n → ∞, d/n fixed) approximation of the Bayes risk, with query noise."""
-    return _ridge_mp(points, dim, prior_scale, noise)
+    return _ridge_functions()[1](points, dim, prior_scale, noise)
 
 
 def _verify_ridge_bayes(seed: int) -> list[Comparison]:
@@ -403,7 +410,6 @@ def _derive_finite_pool() -> list[Step]:
     return steps
 
 
-POOL_M1_FORMULA = _derive_finite_pool()[-1].expression.rhs
 
 
 def _dmmse_errors(prompt, pool, noise, points) -> torch.Tensor:
@@ -448,7 +454,7 @@ def _verify_finite_pool(seed: int) -> list[Comparison]:
     single = LinearRegression(dim=dim, points=points + 1, noise=noise, prior_scale=scale, pool_size=1,
                               pool_seed=seed)
     prompt = _prompts(single, batch, seed, 2)
-    formula = float(torch_function(POOL_M1_FORMULA, [sigma])(noise))
+    formula = float(torch_function(_derive_finite_pool()[-1].expression.rhs, [sigma])(noise))
     comparisons.append(monte_carlo("risk(dMMSE, M=1) on pool prompts = σ²", formula,
                                    _dmmse_errors(prompt, single.weight_pool(), noise, points)))
     return comparisons
