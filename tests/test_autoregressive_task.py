@@ -5,20 +5,17 @@ standard errors (derived next to each check) and use fixed seeds.
 """
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
 import pytest
 import torch
 from contract import assert_no_peek
+from tiny_runs import train_and_evaluate
 from icl_sim.tasks import TASKS, Autoregressive, make_task
 from icl_sim.theory.sequence_baselines import OneStepGD, VectorOLS
 
-from icl_sim.config import TrainConfig
-from icl_sim.reports import evaluate_run
 from icl_sim.seeding import make_generator
-from icl_sim.training import train
 
 Z = 5.0
 
@@ -289,14 +286,7 @@ def test_large_dimension_sampling(transition):
 
 def test_tiny_gpt_trains_and_evaluates(tmp_path):
     params = {"dim": 3, "points": 12, "transition": "orthogonal"}
-    config = TrainConfig(task="autoregressive", task_params=params, model="gpt",
-                         model_params={"n_layer": 1, "n_embd": 32, "n_head": 2}, steps=200, batch_size=64,
-                         lr=3e-3, loss_on="all", device="cpu", log_every=50, checkpoint_every=200)
-    run_dir = tmp_path / "run"
-    train(config, run_dir, progress=False)
-    records, paths = evaluate_run(run_dir, num_prompts=128, device="cpu")
-    assert all(path.is_file() for path in paths.values())
-    assert json.loads(paths["json"].read_text()) == json.loads(json.dumps(records))
+    records = train_and_evaluate(tmp_path / "run", "autoregressive", params, steps=200)
     final = {r["predictor"]: r["mean"] for r in records if r["position"] == params["points"] - 1}
     assert set(final) == {"gpt (trained)", "one-step GD", "OLS", "Zero"}
     assert all(math.isfinite(v) and v >= 0 for v in final.values())

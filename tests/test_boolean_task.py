@@ -5,25 +5,22 @@ seeds are fixed, so every test is deterministic.
 """
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
 import pytest
 import torch
 from contract import assert_no_peek
+from tiny_runs import train_and_evaluate
 
-from icl_sim.config import TrainConfig
 from icl_sim.evaluation import prompt_errors
 from icl_sim.params import parse_parameters
-from icl_sim.reports import evaluate_run
 from icl_sim.seeding import make_generator
 from icl_sim.tasks import TASKS, Boolean, make_task
 from icl_sim.tasks.boolean import FUNCTIONS
 from icl_sim.theory.baselines import Averaging
 from icl_sim.theory.boolean_learners import (ConjunctionElimination, DisjunctionElimination, HammingKNN,
                                              MajorityLabel, ParityElimination, parity_rank)
-from icl_sim.training import train
 
 Z = 5.0
 
@@ -356,15 +353,7 @@ def test_invalid_sample_arguments():
 
 # -- training end to end ---------------------------------------------------------------------------
 def test_tiny_gpt_trains_and_evaluates(tmp_path):
-    params = {"function": "conjunction", "n": 8, "points": 24}
-    config = TrainConfig(task="boolean", task_params=params, model="gpt",
-                         model_params={"n_layer": 1, "n_embd": 32, "n_head": 2}, steps=250, batch_size=64,
-                         lr=3e-3, loss_on="all", device="cpu", log_every=50, checkpoint_every=250)
-    run_dir = tmp_path / "run"
-    train(config, run_dir, progress=False)
-    records, paths = evaluate_run(run_dir, num_prompts=128, device="cpu")
-    assert all(path.is_file() for path in paths.values())
-    assert json.loads(paths["json"].read_text()) == json.loads(json.dumps(records))
+    records = train_and_evaluate(tmp_path / "run", "boolean", {"function": "conjunction", "n": 8, "points": 24})
     trained = [r["mean"] for r in records if r["predictor"] == "gpt (trained)" and r["position"] >= 12]
     assert all(0.0 <= v <= 1.0 for v in trained)
     # above chance: the labels are ~50/50 at n = 8 (P(+1) = 0.3 + 0.7·0.85^8 ≈ 0.49)

@@ -7,7 +7,6 @@ no code shared with the vectorised sampler or baselines.  Monte Carlo checks all
 """
 from __future__ import annotations
 
-import json
 import math
 
 import networkx as nx
@@ -15,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 from contract import assert_no_peek
+from tiny_runs import train_and_evaluate
 from icl_sim.tasks import TASKS, GraphConnectivity, make_task
 from icl_sim.tasks.graph_connectivity import reachability
 from icl_sim.theory.graph_algorithms import (
@@ -24,11 +24,8 @@ from icl_sim.theory.graph_algorithms import (
     decode_prompt,
 )
 
-from icl_sim.config import TrainConfig
 from icl_sim.params import parse_parameters
-from icl_sim.reports import evaluate_run
 from icl_sim.seeding import make_generator
-from icl_sim.training import train
 
 Z = 5.0
 
@@ -344,15 +341,9 @@ def test_invalid_sample_arguments_and_baseline_parameters():
 
 
 def test_tiny_gpt_trains_and_evaluation_reports_the_hard_slice(tmp_path):
-    params = {"nodes": 6}  # Erdős–Rényi, average degree 1.5: the degree heuristic scores ≈ 0.93 here
-    config = TrainConfig(task="graph-connectivity", task_params=params, model="gpt",
-                         model_params={"n_layer": 1, "n_embd": 32, "n_head": 2}, steps=300, batch_size=64,
-                         lr=3e-3, seed=0, device="cpu", log_every=100, checkpoint_every=300)
-    train(config, tmp_path / "run", progress=False)
-    records, paths = evaluate_run(tmp_path / "run", num_prompts=256, device="cpu")
-    assert paths["csv"].is_file() and paths["json"].is_file() and paths["figure"].is_file()
-    saved = json.loads(paths["json"].read_text())
-    slices = {(r["predictor"], r["slice"]) for r in (saved if isinstance(saved, list) else saved["records"])}
+    # Erdős–Rényi on 6 nodes, average degree 1.5: the degree heuristic scores ≈ 0.93 here
+    records = train_and_evaluate(tmp_path / "run", "graph-connectivity", {"nodes": 6}, steps=300, num_prompts=256)
+    slices = {(r["predictor"], r["slice"]) for r in records}
     assert ("gpt (trained)", "hard") in slices and ("BFS", "hard") in slices
     by_key = {(r["predictor"], r["slice"]): r for r in records}
     assert all(r["position"] == 6 for r in records)

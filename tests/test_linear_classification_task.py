@@ -4,22 +4,19 @@ Monte Carlo checks allow ``Z = 5`` standard errors (derived next to each check);
 """
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
 import pytest
 import torch
 from contract import assert_no_peek
+from tiny_runs import train_and_evaluate
 
-from icl_sim.config import TrainConfig
 from icl_sim.evaluation import prompt_errors
-from icl_sim.reports import evaluate_run
 from icl_sim.seeding import make_generator
 from icl_sim.tasks import TASKS, LinearClassification, make_task
 from icl_sim.theory.baselines import KNN, Averaging
 from icl_sim.theory.boolean_learners import LogisticGD
-from icl_sim.training import train
 
 Z = 5.0
 
@@ -142,17 +139,10 @@ def test_invalid_parameters(params, name):
 
 
 def test_tiny_lsa_trains_and_evaluates(tmp_path):
-    params = {"dim": 4, "points": 20}
     # one linear self-attention layer can represent the averaging rule (Σ y_j x_j)ᵀx, and learns it
     # in 250 steps; a one-layer GPT at this budget stayed at chance (0.50) when tried
-    config = TrainConfig(task="linear-classification", task_params=params, model="lsa",
-                         model_params={"layers": 1}, steps=250, batch_size=64, lr=1e-2, loss_on="all", device="cpu",
-                         log_every=50, checkpoint_every=250)
-    run_dir = tmp_path / "run"
-    train(config, run_dir, progress=False)
-    records, paths = evaluate_run(run_dir, num_prompts=128, device="cpu")
-    assert all(path.is_file() for path in paths.values())
-    assert json.loads(paths["json"].read_text()) == json.loads(json.dumps(records))
+    records = train_and_evaluate(tmp_path / "run", "linear-classification", {"dim": 4, "points": 20}, model="lsa",
+                                 model_params={"layers": 1}, lr=1e-2)
     trained = [r["mean"] for r in records if r["predictor"] == "lsa (trained)" and r["position"] >= 10]
     assert all(0.0 <= v <= 1.0 for v in trained)
     assert np.mean(trained) > 0.6  # chance is 1/2; averaging reaches ~0.85 here

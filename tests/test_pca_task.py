@@ -12,14 +12,12 @@ import numpy as np
 import pytest
 import torch
 from contract import assert_no_peek
+from tiny_runs import train_and_evaluate
 from icl_sim.tasks import PCA, TASKS, make_task
 from icl_sim.theory.algorithms import PowerMethod
 from icl_sim.theory.sequence_baselines import TopEigenvector, orient
 
-from icl_sim.config import TrainConfig
-from icl_sim.reports import evaluate_run
 from icl_sim.seeding import make_generator
-from icl_sim.training import train
 
 Z = 5.0
 
@@ -184,13 +182,7 @@ def test_large_dimension_sampling():
 
 def test_tiny_gpt_trains_and_evaluates(tmp_path):
     params = {"dim": 3, "points": 16, "eigengap": 3.0}
-    config = TrainConfig(task="pca", task_params=params, model="gpt",
-                         model_params={"n_layer": 1, "n_embd": 32, "n_head": 2}, steps=200, batch_size=64,
-                         lr=3e-3, loss_on="all", device="cpu", log_every=50, checkpoint_every=200)
-    run_dir = tmp_path / "run"
-    train(config, run_dir, progress=False)
-    records, paths = evaluate_run(run_dir, num_prompts=128, device="cpu")
-    assert all(path.is_file() for path in paths.values())
+    records = train_and_evaluate(tmp_path / "run", "pca", params, steps=200)
     final = {r["predictor"]: r["mean"] for r in records if r["position"] == params["points"] - 1}
     assert "gpt (trained)" in final and "top eigenvector" in final
     assert all(0.0 <= v <= 1.0 + 1e-12 for v in final.values())
