@@ -35,7 +35,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import sympy as sp
 import torch
@@ -137,9 +137,9 @@ def _derive_ols() -> list[Step]:
 
 
 @functools.cache
-def _ols_closed():
-    """The derived OLS risk as a torch function of (n, d, s, σ); derived once, on first use."""
-    return torch_function(_derive_ols()[-1].expression.rhs, [n, d, s, sigma])
+def _final_risk(derive) -> Callable:
+    """The final formula of ``derive()`` as a torch function of (n, d, s, σ), derived once, on first use."""
+    return torch_function(derive()[-1].expression.rhs, [n, d, s, sigma])
 
 
 def ols_risk(points, dim: int, prior_scale: float = 1.0, noise: float = 0.0, *,
@@ -161,7 +161,7 @@ def ols_risk(points, dim: int, prior_scale: float = 1.0, noise: float = 0.0, *,
     if noise == 0:
         variance = torch.zeros_like(points)
     else:
-        closed = _ols_closed()(points, dims, prior_scale, noise) - bias - noise**2
+        closed = _final_risk(_derive_ols)(points, dims, prior_scale, noise) - bias - noise**2
         variance = torch.where(gap >= 2, closed, torch.full_like(points, torch.inf))
         variance = torch.where(points == 0, torch.zeros_like(points), variance)
     return bias + variance + (noise**2 if query_noise else 0.0)
@@ -220,12 +220,6 @@ def _derive_averaging() -> list[Step]:
     return steps
 
 
-@functools.cache
-def _averaging_closed():
-    """The derived averaging risk as a torch function of (n, d, s, σ); derived on first use."""
-    return torch_function(_derive_averaging()[-1].expression.rhs, [n, d, s, sigma])
-
-
 def averaging_risk(points, dim: int, prior_scale: float = 1.0, noise: float = 0.0, *,
                    query_noise: bool = True) -> torch.Tensor:
     """Risk of Averaging after ``points`` examples: (s² d(d + 1) + σ² d)/n [+ σ²]; s² d [+ σ²] at n = 0."""
@@ -235,7 +229,7 @@ def averaging_risk(points, dim: int, prior_scale: float = 1.0, noise: float = 0.
     points = torch.as_tensor(points, dtype=torch.float64)
     if bool((points < 0).any()):
         raise ValueError(f"points must be >= 0, got {points}")
-    closed = _averaging_closed()(points.clamp(min=1), dim, prior_scale, noise) - noise**2
+    closed = _final_risk(_derive_averaging)(points.clamp(min=1), dim, prior_scale, noise) - noise**2
     value = torch.where(points == 0, torch.full_like(points, prior_scale**2 * dim), closed)
     return value + (noise**2 if query_noise else 0.0)
 
