@@ -184,16 +184,14 @@ class Boolean:
 
     def _3_dnf(self, draw):
         literals = draw.literals(0.1, TERMS)
-        chosen = literals[torch.arange(draw.batch, device=draw.device),
-                          torch.randint(TERMS, (draw.batch,), generator=draw.generator, device=draw.device)]
+        chosen = draw.one_term(literals)
         bits = draw.plant(draw.bits(), chosen, self.plant, satisfy=True)
         labels = torch.stack([_satisfied_all(bits, literals[:, t]) for t in range(TERMS)], -1).any(-1)
         return {"literals": literals}, bits, labels
 
     def _3_cnf(self, draw):
         literals = draw.literals(0.1, TERMS)
-        chosen = literals[torch.arange(draw.batch, device=draw.device),
-                          torch.randint(TERMS, (draw.batch,), generator=draw.generator, device=draw.device)]
+        chosen = draw.one_term(literals)
         bits = draw.plant(draw.bits(), chosen, self.plant, satisfy=False)
         labels = torch.stack([_satisfied_any(bits, literals[:, t]) for t in range(TERMS)], -1).all(-1)
         return {"literals": literals}, bits, labels
@@ -300,6 +298,11 @@ class _Draw:
         shape = (self.batch, self.n) if terms is None else (self.batch, terms, self.n)
         u = self.uniform(shape)
         return torch.where(u < each, 1.0, torch.where(u < 2 * each, -1.0, 0.0)).to(torch.float64)
+
+    def one_term(self, literals: torch.Tensor) -> torch.Tensor:
+        """One of the terms (B, terms, n) per prompt, uniformly: the term (or clause) that planting targets."""
+        chosen = torch.randint(literals.shape[1], (self.batch,), generator=self.generator, device=self.device)
+        return literals[torch.arange(self.batch, device=self.device), chosen]
 
     def subset_of_size(self, k: int) -> torch.Tensor:
         """A uniformly random k-subset of the n coordinates per prompt, (B, n) bool (ranks of uniforms)."""

@@ -30,3 +30,12 @@ def per_prefix_reference(model, xs, ys):
                 Z = token_layers(model, layer, Z + attention / max(i, 1))
                 out[layer, b, i] = -Z[xs.shape[-1]:, -1]
     return out if ys.ndim == 3 else out.squeeze(-1)
+
+
+def assert_matches_reference(model, xs, ys, tolerance=1e-11):
+    """Every layer's predictions, and the cheap final-position path, equal the literal reference."""
+    expected = per_prefix_reference(model, xs, ys)
+    for layer, preds in enumerate(model.layer_predictions(xs, ys)):
+        assert preds.shape == expected[layer].shape
+        torch.testing.assert_close(preds, expected[layer], atol=tolerance, rtol=tolerance)
+    torch.testing.assert_close(model.last_prediction(xs, ys), expected[-1][:, -1], atol=tolerance, rtol=tolerance)

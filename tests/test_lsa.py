@@ -2,7 +2,7 @@
 import pytest
 import torch
 from contract import assert_no_peek
-from lsa_reference import per_prefix_reference
+from lsa_reference import assert_matches_reference
 
 from icl_sim.config import TrainConfig
 from icl_sim.models import build_model
@@ -23,10 +23,7 @@ def test_matches_per_prefix_reference(prompt64):
     xs, ys = prompt64
     torch.manual_seed(1)
     model = build_model("lsa", 4, 7, layers=3, heads=2, init_scale=0.3).double()
-    expected = per_prefix_reference(model, xs, ys)
-    for layer, preds in enumerate(model.layer_predictions(xs, ys)):
-        torch.testing.assert_close(preds, expected[layer], atol=1e-11, rtol=1e-11)
-    torch.testing.assert_close(model.last_prediction(xs, ys), expected[-1][:, -1], atol=1e-11, rtol=1e-11)
+    assert_matches_reference(model, xs, ys)
 
 
 def test_vector_labels_match_per_prefix_reference(prompt64):
@@ -34,11 +31,7 @@ def test_vector_labels_match_per_prefix_reference(prompt64):
     ys = torch.randn(*xs.shape[:2], 3, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
     torch.manual_seed(3)
     model = build_model("lsa", 4, 7, target_dim=3, layers=2, heads=2, init_scale=0.3).double()
-    expected = per_prefix_reference(model, xs, ys)
-    for layer, preds in enumerate(model.layer_predictions(xs, ys)):
-        assert preds.shape == ys.shape
-        torch.testing.assert_close(preds, expected[layer], atol=1e-11, rtol=1e-11)
-    torch.testing.assert_close(model.last_prediction(xs, ys), expected[-1][:, -1], atol=1e-11, rtol=1e-11)
+    assert_matches_reference(model, xs, ys)
 
 
 def test_no_peek(prompt64):

@@ -2,7 +2,7 @@
 import pytest
 import torch
 from contract import assert_no_peek
-from lsa_reference import per_prefix_reference, token_layers
+from lsa_reference import assert_matches_reference, per_prefix_reference, token_layers
 
 from icl_sim.models import build_model
 from icl_sim.models.lsa import LSAConfig
@@ -46,7 +46,7 @@ def _model(seed, **params):
     return build_model("lsa", 4, 7, **params).double()
 
 
-def _perturbtoken_layers(model, seed):
+def _perturb_token_layers(model, seed):
     """Non-trivial LayerNorm affine parameters and MLP biases (they start at 1 and 0)."""
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -110,11 +110,8 @@ def test_diagonal_can_be_one_gd_step(prompt64):
 def test_layer_norm_and_mlp_match_per_prefix_reference(prompt64, params):
     xs, ys = prompt64
     model = _model(3, **params)
-    _perturbtoken_layers(model, 4)
-    expected = per_prefix_reference(model, xs, ys)
-    for layer, preds in enumerate(model.layer_predictions(xs, ys)):
-        torch.testing.assert_close(preds, expected[layer], atol=1e-11, rtol=1e-11)
-    torch.testing.assert_close(model.last_prediction(xs, ys), expected[-1][:, -1], atol=1e-11, rtol=1e-11)
+    _perturb_token_layers(model, 4)
+    assert_matches_reference(model, xs, ys)
 
 
 def test_layer_norm_and_mlp_with_vector_labels(prompt64):
@@ -123,18 +120,15 @@ def test_layer_norm_and_mlp_with_vector_labels(prompt64):
     torch.manual_seed(7)
     model = build_model("lsa", 4, 7, target_dim=2, layers=2, heads=2, init_scale=0.3, layer_norm=True,
                         mlp=True).double()
-    _perturbtoken_layers(model, 8)
-    expected = per_prefix_reference(model, xs, ys)
-    for layer, preds in enumerate(model.layer_predictions(xs, ys)):
-        assert preds.shape == ys.shape
-        torch.testing.assert_close(preds, expected[layer], atol=1e-11, rtol=1e-11)
+    _perturb_token_layers(model, 8)
+    assert_matches_reference(model, xs, ys)
 
 
 @pytest.mark.parametrize("params", [{}, {"layer_norm": True, "mlp": True}, {"parameterisation": "diagonal"}])
 def test_causal_matches_causal_reference(prompt64, params):
     xs, ys = prompt64
     model = _model(9, causal=True, **params)
-    _perturbtoken_layers(model, 10)
+    _perturb_token_layers(model, 10)
     expected = causal_reference(model, xs, ys)
     for layer, preds in enumerate(model.layer_predictions(xs, ys)):
         torch.testing.assert_close(preds, expected[layer], atol=1e-11, rtol=1e-11)
@@ -146,7 +140,7 @@ def test_causal_equals_per_prefix_for_one_layer_only(prompt64, params):
     xs, ys = prompt64
     for layers in (1, 2):
         per_prefix = _model(11, layers=layers, **params)
-        _perturbtoken_layers(per_prefix, 12)
+        _perturb_token_layers(per_prefix, 12)
         causal = build_model("lsa", 4, 7, layers=layers, heads=2, causal=True, **params).double()
         causal.load_state_dict(per_prefix.state_dict())
         first_causal, first_prefix = causal.layer_predictions(xs, ys)[0], per_prefix.layer_predictions(xs, ys)[0]
