@@ -11,6 +11,7 @@ invariant to the rescaling P → cP, Q → Q/c.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,8 +108,6 @@ def _one_step_gd_sensitivity(gd: GD, prompt: Prompt) -> torch.Tensor:
 
 
 def _float64_copy(model: InContextModel) -> InContextModel:
-    import copy
-
     return copy.deepcopy(model).double().eval()
 
 
