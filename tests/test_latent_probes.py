@@ -77,9 +77,19 @@ def test_query_projection_control_is_read_from_a_layer_holding_x_query():
 
 
 def test_probing_is_seeded():
+    """Same seed, same probes: the records agree to float64 rounding.
+
+    Not bit for bit: BLAS may sum in another order when a buffer lands at another alignment,
+    which moved the last bit of an MLP probe's R² in about one run in six.
+    """
     first, second = (probe_latent(PlantedLayers(), TASK, "w", probes="mlp", num_fit=256, num_prompts=128,
                                   mlp_steps=20, seed=3) for _ in range(2))
-    assert first == second
+    assert [{k: v for k, v in r.items() if k != "value"} for r in first] == \
+        [{k: v for k, v in r.items() if k != "value"} for r in second]
+    assert [r["value"] for r in first] == pytest.approx([r["value"] for r in second], rel=1e-12, abs=1e-12)
+    other_seed = probe_latent(PlantedLayers(), TASK, "w", probes="mlp", num_fit=256, num_prompts=128,
+                              mlp_steps=20, seed=4)
+    assert [r["value"] for r in other_seed] != pytest.approx([r["value"] for r in first], rel=1e-6)
 
 
 def test_linear_probe_is_the_numpy_ridge_solution():
