@@ -33,16 +33,14 @@ import torch
 
 from icl_sim.evaluation import eval_prompts
 from icl_sim.models import InContextModel
+from icl_sim.probe_metrics import HIGHER_IS_CLOSER, behaviours, compare, last, last_predictions
 from icl_sim.prompt import Prompt
 from icl_sim.theory import (GD, GDPlusPlus, GDSchedule, Newton, PowerMethod, PreconditionedGD, Ridge,
                             optimal_preconditioner)
-from icl_sim.theory.predictions.comparison_metrics import implicit_weights
 from icl_sim.validation import check_choice
 
 LEARNING_RATES = tuple(float(v) for v in torch.logspace(-2, 0.5, 26, dtype=torch.float64))
 CURVATURE_CORRECTIONS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)
-HIGHER_IS_CLOSER = {"residual_cosine": True, "sensitivity_cosine": True, "prediction_difference": False,
-                    "weight_difference": False}
 
 
 @dataclass(frozen=True)
@@ -75,7 +73,7 @@ class StepSizeSchedule:
     def fitted_run(self, steps: int, tuning: Prompt, model_tuning: list[torch.Tensor]) -> list:
         sizes: list[float] = []
         for step in range(1, min(steps, len(model_tuning)) + 1):
-            before, unit = (_last(GDSchedule([*sizes, size]).predict(tuning.xs, tuning.ys)) for size in (0.0, 1.0))
+            before, unit = (last(GDSchedule([*sizes, size]).predict(tuning.xs, tuning.ys)) for size in (0.0, 1.0))
             direction = unit - before
             sizes.append(float((direction * (model_tuning[step - 1] - before)).sum() / direction.square().sum()))
         return [GDSchedule(sizes[:step]) for step in range(1, len(sizes) + 1)]
@@ -127,14 +125,14 @@ def probe(model: InContextModel, task, algorithm: str, *, steps: int = 10, num_p
     model = copy.deepcopy(model).to(device=device, dtype=torch.float64).eval()
     layered = model.layer_predictions if readout == "direct" else _fitted_readouts(model, tuning)
     scalar = probes.target.ndim == 2
-    model_tuning = _last_predictions(layered, tuning)
-    model_outputs = _outputs(layered, probes, scalar)
+    model_tuning = last_predictions(layered, tuning)
+    model_outputs = behaviours(layered, probes, scalar)
     runs = ALGORITHMS[algorithm].fitted_run(steps, tuning, model_tuning)
     records = []
     for step, predictor in enumerate(runs, start=1):
-        (algorithm_output,) = _outputs(lambda xs, ys: [predictor.predict(xs, ys)], probes, scalar)
+        (algorithm_output,) = behaviours(lambda xs, ys: [predictor.predict(xs, ys)], probes, scalar)
         for layer, layer_output in enumerate(model_outputs, start=1):
-            for metric, value in _compare(layer_output, algorithm_output, _last(probes.target)).items():
+            for metric, value in compare(layer_output, algorithm_output, last(probes.target)).items():
                 records.append({"layer": layer, "algorithm": algorithm, "step": step, "metric": metric,
                                 "value": value})
     return {"records": records, "best": best_steps(records)}
@@ -144,11 +142,11 @@ def _fitted_readouts(model: InContextModel, tuning: Prompt) -> Callable:
     """Per-layer linear read-outs of the hidden state, least squares (with an intercept) on the tuning prompts."""
     with torch.no_grad():
         features = model.layer_features(tuning.xs, tuning.ys)
-    target = _last(tuning.target)
+    target = last(tuning.target)
     target = target.unsqueeze(-1) if target.ndim == 1 else target
     maps = []
     for feature in features:
-        design = _with_intercept(_last(feature))
+        design = _with_intercept(last(feature))
         gram = design.mT @ design
         ridge = 1e-10 * gram.diagonal().mean() * torch.eye(gram.shape[0], dtype=gram.dtype, device=gram.device)
         maps.append(torch.linalg.solve(gram + ridge, design.mT @ target))
@@ -171,7 +169,7 @@ def _closest_run(members: list[list], tuning: Prompt, model_tuning: list[torch.T
     layers = torch.stack(model_tuning)  # (L, B, ...)
 
     def mismatch(run: list) -> float:
-        steps = torch.stack([_last_predictions(lambda xs, ys: [member.predict(xs, ys)], tuning)[0]
+        steps = torch.stack([last_predictions(lambda xs, ys: [member.predict(xs, ys)], tuning)[0]
                              for member in run])  # (K, B, ...)
         differences = (layers[:, None] - steps[None]).square().flatten(2).mean(dim=-1)  # (L, K)
         return float(differences.min(dim=1).values.sum())
@@ -189,81 +187,3 @@ def best_steps(records: Sequence[dict], metric: str = "residual_cosine") -> dict
             if record["layer"] not in best or score > best[record["layer"]][0]:
                 best[record["layer"]] = (score, record["step"])
     return {layer: step for layer, (_, step) in sorted(best.items())}
-
-
-@dataclass(frozen=True)
-class _Output:
-    """One predictor's behaviour on the probe prompts: final predictions, sensitivities, implicit weights."""
-
-    prediction: torch.Tensor
-    sensitivity: torch.Tensor | None
-    weights: torch.Tensor | None
-
-
-#: prompts per forward pass: bounds the memory of deep models and of the 2d probe queries per prompt
-CHUNK_PROMPTS = 256
-
-
-def _outputs(layered: Callable, prompt: Prompt, scalar: bool) -> list[_Output]:
-    """Per layer: the final-query prediction, ∂ŷ/∂x_query and the implicit weights (scalar labels only)."""
-    parts = [_chunk_outputs(layered, Prompt(prompt.xs[start:start + CHUNK_PROMPTS],
-                                            prompt.ys[start:start + CHUNK_PROMPTS]), scalar)
-             for start in range(0, prompt.batch_size, CHUNK_PROMPTS)]
-    return [_Output(*(None if pieces[0] is None else torch.cat(pieces)
-                      for pieces in zip(*((o.prediction, o.sensitivity, o.weights) for o in layer))))
-            for layer in zip(*parts)]
-
-
-def _last_predictions(layered: Callable, prompt: Prompt) -> list[torch.Tensor]:
-    """Each layer's final-query predictions, without gradients, chunk by chunk."""
-    with torch.no_grad():
-        parts = [[_last(preds) for preds in layered(prompt.xs[start:start + CHUNK_PROMPTS],
-                                                     prompt.ys[start:start + CHUNK_PROMPTS])]
-                 for start in range(0, prompt.batch_size, CHUNK_PROMPTS)]
-    return [torch.cat(pieces) for pieces in zip(*parts)]
-
-
-def _chunk_outputs(layered: Callable, prompt: Prompt, scalar: bool) -> list[_Output]:
-    query = prompt.xs[:, -1].clone().requires_grad_(scalar)
-    xs = torch.cat([prompt.xs[:, :-1], query.unsqueeze(1)], dim=1)
-    with torch.enable_grad():
-        layers = [_last(preds) for preds in layered(xs, prompt.ys)]
-        sensitivities = [torch.autograd.grad(p.sum(), query, retain_graph=True)[0] if scalar else None
-                         for p in layers]
-    weights = _implicit_weights(layered, prompt) if scalar else [None] * len(layers)
-    return [_Output(p.detach(), s, w) for p, s, w in zip(layers, sensitivities, weights)]
-
-
-def _implicit_weights(layered: Callable, prompt: Prompt) -> list[torch.Tensor]:
-    """Least-squares weights of each layer's outputs on 2d probe queries sharing each prompt's context."""
-    batch, points, dim = prompt.xs.shape
-    generator = torch.Generator(device=prompt.xs.device).manual_seed(0)
-    queries = torch.randn(batch, 2 * dim, dim, generator=generator, device=prompt.xs.device, dtype=torch.float64)
-    queries = queries * prompt.xs[:, :-1].std(dim=(1, 2), keepdim=True)
-    count = queries.shape[1]
-    context_xs = prompt.xs[:, None, :-1].expand(batch, count, points - 1, dim)
-    xs = torch.cat([context_xs, queries[:, :, None]], dim=2).reshape(batch * count, points, dim)
-    ys = torch.cat([prompt.ys[:, None, :-1].expand(batch, count, points - 1),
-                    torch.zeros(batch, count, 1, dtype=prompt.ys.dtype, device=prompt.ys.device)], dim=2)
-    with torch.no_grad():
-        layers = layered(xs, ys.reshape(batch * count, points))
-    return [implicit_weights(queries, _last(preds).reshape(batch, count)) for preds in layers]
-
-
-def _compare(model: _Output, algorithm: _Output, target: torch.Tensor) -> dict[str, float]:
-    errors_model = (model.prediction - target).flatten()
-    errors_algorithm = (algorithm.prediction - target).flatten()
-    metrics = {
-        "residual_cosine": float(torch.nn.functional.cosine_similarity(errors_model, errors_algorithm, dim=0)),
-        "prediction_difference": float((model.prediction - algorithm.prediction).square().mean()),
-    }
-    if model.sensitivity is not None:
-        cosines = torch.nn.functional.cosine_similarity(model.sensitivity, algorithm.sensitivity, dim=-1)
-        metrics["sensitivity_cosine"] = float(cosines.mean())
-        metrics["weight_difference"] = float((model.weights - algorithm.weights).square().sum(dim=-1).mean())
-    return metrics
-
-
-def _last(values: torch.Tensor) -> torch.Tensor:
-    """The final position of (B, N) or (B, N, k) values."""
-    return values[:, -1]

@@ -1,0 +1,98 @@
+"""How one layered predictor behaves on probe prompts, and how two behaviours compare.
+
+A *layered* predictor maps (xs, ys) to a list of per-layer predictions (B, N[, k]).  Its
+behaviour on the final query of each probe prompt is three things: the prediction ŷ, the
+sensitivity ∂ŷ/∂x_query (von Oswald et al. 2023) and the implicit linear weights, least-squares
+fits to its outputs on 2d probe queries that share the prompt's context (Akyürek et al. 2023).
+``compare`` turns two behaviours into the four probe metrics (see ``icl_sim.probing``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from icl_sim.prompt import Prompt
+from icl_sim.theory.predictions.comparison_metrics import implicit_weights
+
+HIGHER_IS_CLOSER = {"residual_cosine": True, "sensitivity_cosine": True, "prediction_difference": False,
+                    "weight_difference": False}
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """One predictor's behaviour on the probe prompts: final predictions, sensitivities, implicit weights."""
+
+    prediction: torch.Tensor
+    sensitivity: torch.Tensor | None
+    weights: torch.Tensor | None
+
+
+#: prompts per forward pass: bounds the memory of deep models and of the 2d probe queries per prompt
+CHUNK_PROMPTS = 256
+
+
+def behaviours(layered: Callable, prompt: Prompt, scalar: bool) -> list[Behaviour]:
+    """Per layer: the final-query prediction, ∂ŷ/∂x_query and the implicit weights (scalar labels only)."""
+    parts = [_chunk_outputs(layered, Prompt(prompt.xs[start:start + CHUNK_PROMPTS],
+                                            prompt.ys[start:start + CHUNK_PROMPTS]), scalar)
+             for start in range(0, prompt.batch_size, CHUNK_PROMPTS)]
+    return [Behaviour(*(None if pieces[0] is None else torch.cat(pieces)
+                      for pieces in zip(*((o.prediction, o.sensitivity, o.weights) for o in layer))))
+            for layer in zip(*parts)]
+
+
+def last_predictions(layered: Callable, prompt: Prompt) -> list[torch.Tensor]:
+    """Each layer's final-query predictions, without gradients, chunk by chunk."""
+    with torch.no_grad():
+        parts = [[last(preds) for preds in layered(prompt.xs[start:start + CHUNK_PROMPTS],
+                                                     prompt.ys[start:start + CHUNK_PROMPTS])]
+                 for start in range(0, prompt.batch_size, CHUNK_PROMPTS)]
+    return [torch.cat(pieces) for pieces in zip(*parts)]
+
+
+def _chunk_outputs(layered: Callable, prompt: Prompt, scalar: bool) -> list[Behaviour]:
+    query = prompt.xs[:, -1].clone().requires_grad_(scalar)
+    xs = torch.cat([prompt.xs[:, :-1], query.unsqueeze(1)], dim=1)
+    with torch.enable_grad():
+        layers = [last(preds) for preds in layered(xs, prompt.ys)]
+        sensitivities = [torch.autograd.grad(p.sum(), query, retain_graph=True)[0] if scalar else None
+                         for p in layers]
+    weights = _implicit_weights(layered, prompt) if scalar else [None] * len(layers)
+    return [Behaviour(p.detach(), s, w) for p, s, w in zip(layers, sensitivities, weights)]
+
+
+def _implicit_weights(layered: Callable, prompt: Prompt) -> list[torch.Tensor]:
+    """Least-squares weights of each layer's outputs on 2d probe queries sharing each prompt's context."""
+    batch, points, dim = prompt.xs.shape
+    generator = torch.Generator(device=prompt.xs.device).manual_seed(0)
+    queries = torch.randn(batch, 2 * dim, dim, generator=generator, device=prompt.xs.device, dtype=torch.float64)
+    queries = queries * prompt.xs[:, :-1].std(dim=(1, 2), keepdim=True)
+    count = queries.shape[1]
+    context_xs = prompt.xs[:, None, :-1].expand(batch, count, points - 1, dim)
+    xs = torch.cat([context_xs, queries[:, :, None]], dim=2).reshape(batch * count, points, dim)
+    ys = torch.cat([prompt.ys[:, None, :-1].expand(batch, count, points - 1),
+                    torch.zeros(batch, count, 1, dtype=prompt.ys.dtype, device=prompt.ys.device)], dim=2)
+    with torch.no_grad():
+        layers = layered(xs, ys.reshape(batch * count, points))
+    return [implicit_weights(queries, last(preds).reshape(batch, count)) for preds in layers]
+
+
+def compare(model: Behaviour, algorithm: Behaviour, target: torch.Tensor) -> dict[str, float]:
+    errors_model = (model.prediction - target).flatten()
+    errors_algorithm = (algorithm.prediction - target).flatten()
+    metrics = {
+        "residual_cosine": float(torch.nn.functional.cosine_similarity(errors_model, errors_algorithm, dim=0)),
+        "prediction_difference": float((model.prediction - algorithm.prediction).square().mean()),
+    }
+    if model.sensitivity is not None:
+        cosines = torch.nn.functional.cosine_similarity(model.sensitivity, algorithm.sensitivity, dim=-1)
+        metrics["sensitivity_cosine"] = float(cosines.mean())
+        metrics["weight_difference"] = float((model.weights - algorithm.weights).square().sum(dim=-1).mean())
+    return metrics
+
+
+def last(values: torch.Tensor) -> torch.Tensor:
+    """The final position of (B, N) or (B, N, k) values."""
+    return values[:, -1]
