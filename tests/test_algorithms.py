@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from contract import assert_no_peek
-from icl_sim.theory import (GD, OLS, DiscreteMMSE, GDPlusPlus, Newton, PowerMethod, PreconditionedGD,
-                            RecursiveLeastSquares, Ridge)
+from icl_sim.theory import (GD, OLS, DiscreteMMSE, GDPlusPlus, GDPlusPlusSchedule, Newton, PowerMethod,
+                            PreconditionedGD, PreconditionedGDSchedule, RecursiveLeastSquares, Ridge)
 from test_baselines import check, linear, prompt
 
 
@@ -44,11 +44,12 @@ def test_gd_closed_form_on_rank_deficient_prefixes():
 
 # ---- preconditioned GD ------------------------------------------------------------------------
 
-def preconditioned_gd(steps, lr, p):
+def preconditioned_gd(matrices):
+    """w ← w − A_t Xᵀ(Xw − y)/i for each matrix A_t in turn."""
     def fit(X, y):
         w = np.zeros(X.shape[1])
-        for _ in range(steps):
-            w = w - lr * p @ (X.T @ (X @ w - y)) / len(y)
+        for a in matrices:
+            w = w - a @ (X.T @ (X @ w - y)) / len(y)
         return w
     return fit
 
@@ -56,8 +57,18 @@ def preconditioned_gd(steps, lr, p):
 def test_preconditioned_gd_matches_numpy_loop():
     xs, ys = prompt(5, 12, 4)
     p = torch.randn(4, 4, generator=torch.Generator().manual_seed(5), dtype=torch.float64) * 0.3
-    check(PreconditionedGD(4, 0.3, p), linear(preconditioned_gd(4, 0.3, p.numpy())), xs, ys,
+    check(PreconditionedGD(4, 0.3, p), linear(preconditioned_gd([0.3 * p.numpy()] * 4)), xs, ys,
           rtol=1e-10, atol=1e-12)
+
+
+def test_preconditioned_gd_schedule_matches_numpy_loop():
+    xs, ys = prompt(5, 12, 4)
+    matrices = torch.randn(3, 4, 4, generator=torch.Generator().manual_seed(6), dtype=torch.float64) * 0.3
+    check(PreconditionedGDSchedule(matrices), linear(preconditioned_gd(matrices.numpy())), xs, ys,
+          rtol=1e-10, atol=1e-12)
+    p = torch.eye(4, dtype=torch.float64) + 0.1
+    torch.testing.assert_close(PreconditionedGDSchedule(torch.stack([0.3 * p] * 4)).predict(xs, ys),
+                               PreconditionedGD(4, 0.3, p).predict(xs, ys), rtol=1e-13, atol=1e-13)
 
 
 def test_preconditioned_gd_with_identity_is_gd():
@@ -76,12 +87,12 @@ def test_one_preconditioned_step_is_scaled_preconditioned_average():
 
 # ---- GD++ ---------------------------------------------------------------------------------------
 
-def gd_plus_plus_tokens(steps, lr, gamma):
+def gd_plus_plus_tokens(step_sizes, corrections):
     """Literal token-matrix GD++: rows (x_j, y_j) for the context and (x_q, 0) for the query."""
     def predict_one(X, y, x):
         i, d = X.shape
         tokens = np.vstack([np.column_stack([X, y]), np.append(x, 0.0)])
-        for _ in range(steps):
+        for lr, gamma in zip(step_sizes, corrections):
             xc, rc = tokens[:i, :d], tokens[:i, d]
             gram, m = xc.T @ xc / i, xc.T @ rc / i
             new = tokens.copy()
@@ -95,7 +106,17 @@ def gd_plus_plus_tokens(steps, lr, gamma):
 @pytest.mark.parametrize("steps, lr, gamma, dim", [(1, 0.5, 0.3, 4), (4, 0.4, 0.2, 4), (6, 0.3, 0.1, 7)])
 def test_gd_plus_plus_matches_token_loop(steps, lr, gamma, dim):
     xs, ys = prompt(4, 12, dim)
-    check(GDPlusPlus(steps, lr, gamma), gd_plus_plus_tokens(steps, lr, gamma), xs, ys, rtol=1e-9, atol=1e-11)
+    check(GDPlusPlus(steps, lr, gamma), gd_plus_plus_tokens([lr] * steps, [gamma] * steps), xs, ys,
+          rtol=1e-9, atol=1e-11)
+
+
+def test_gd_plus_plus_schedule_matches_token_loop():
+    xs, ys = prompt(4, 12, 4)
+    step_sizes, corrections = (0.2, 0.9, 0.5), (0.3, 0.1, 0.4)
+    check(GDPlusPlusSchedule(step_sizes, corrections), gd_plus_plus_tokens(step_sizes, corrections), xs, ys,
+          rtol=1e-9, atol=1e-11)
+    torch.testing.assert_close(GDPlusPlusSchedule([0.4] * 3, [0.2] * 3).predict(xs, ys),
+                               GDPlusPlus(3, 0.4, 0.2).predict(xs, ys), rtol=1e-13, atol=1e-13)
 
 
 def test_gd_plus_plus_with_zero_gamma_is_gd():
@@ -273,7 +294,8 @@ def test_power_method_does_not_peek():
 # ---- common contract ----------------------------------------------------------------------------
 
 POOL = torch.randn(5, 4, generator=torch.Generator().manual_seed(11), dtype=torch.float64)
-ALL = [PreconditionedGD(3, 0.2, torch.eye(4) * 0.5), GDPlusPlus(3, 0.3, 0.2), Newton(5),
+ALL = [PreconditionedGD(3, 0.2, torch.eye(4) * 0.5), PreconditionedGDSchedule(torch.eye(4).expand(2, 4, 4) * 0.4),
+       GDPlusPlus(3, 0.3, 0.2), GDPlusPlusSchedule([0.3, 0.6], [0.2, 0.0]), Newton(5),
        RecursiveLeastSquares(0.5), DiscreteMMSE(POOL, 0.5)]
 
 
@@ -298,6 +320,10 @@ def test_float32_input_is_computed_in_float64(baseline):
     (lambda: PreconditionedGD(1, 0.1, torch.tensor([[math.inf]])), "preconditioner"),
     (lambda: GDPlusPlus(1.0, 0.1, 0.1), "steps"), (lambda: GDPlusPlus(1, 0.1, math.inf), "gamma"),
     (lambda: GDPlusPlus(1, "a", 0.1), "lr"),
+    (lambda: PreconditionedGDSchedule(torch.eye(2)), "preconditioners"),
+    (lambda: PreconditionedGDSchedule(torch.ones(2, 2, 3)), "preconditioners"),
+    (lambda: GDPlusPlusSchedule([0.1, 0.2], [0.1]), "corrections"),
+    (lambda: GDPlusPlusSchedule([0.1, math.nan], [0.1, 0.1]), "step_sizes"),
     (lambda: Newton(-2), "steps"), (lambda: Newton(2, 0.0), "scale"), (lambda: Newton(2, 2.5), "scale"),
     (lambda: Ridge.bayes_optimal(0.0, 1.0), "noise"), (lambda: Ridge.bayes_optimal(-1.0, 1.0), "noise"),
     (lambda: Ridge.bayes_optimal(1.0, 0.0), "prior_scale"), (lambda: Ridge.bayes_optimal(1.0, -2.0), "prior_scale"),
@@ -312,7 +338,8 @@ def test_bad_parameters_name_the_parameter(make, name):
 
 
 @pytest.mark.parametrize("baseline, name", [
-    (PreconditionedGD(1, 0.1, torch.eye(3)), "preconditioner"), (DiscreteMMSE(torch.ones(2, 3), 0.1), "pool")])
+    (PreconditionedGD(1, 0.1, torch.eye(3)), "preconditioner"),
+    (PreconditionedGDSchedule(torch.eye(3)[None]), "preconditioners"), (DiscreteMMSE(torch.ones(2, 3), 0.1), "pool")])
 def test_dimension_mismatch_names_the_parameter(baseline, name):
     with pytest.raises(ValueError, match=name):
         baseline.predict(*prompt(2, 5, 4))

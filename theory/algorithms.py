@@ -15,7 +15,7 @@ import torch
 from icl_sim.validation import check_float, check_int
 
 from .baselines import LinearBaseline, PointsOnlyBaseline
-from .prefix import label_moments, outer_products, prefix_mean, prefix_sum
+from .prefix import least_squares_statistics, outer_products, prefix_mean, prefix_sum
 
 
 def _matvec(matrix: torch.Tensor, vector: torch.Tensor) -> torch.Tensor:
@@ -57,12 +57,35 @@ class PreconditionedGD(LinearBaseline):
 
     def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         _check_dim("preconditioner", self.preconditioner, xs.shape[-1])
-        p = self.preconditioner.to(xs.device)
-        gram, moment = prefix_mean(outer_products(xs)), prefix_mean(label_moments(xs, ys))
-        w = torch.zeros_like(moment)
-        for _ in range(self.steps):
-            w = w - self.lr * _matvec(p, _matvec(gram, w) - moment)
-        return w
+        step = self.lr * self.preconditioner.to(xs.device)
+        return preconditioned_descent(*least_squares_statistics(xs, ys), [step] * self.steps)
+
+
+class PreconditionedGDSchedule(LinearBaseline):
+    """Preconditioned GD with a matrix of its own per step: w ← w − A_t (Ĝ_i w − b̂_i) from w = 0.
+
+    Ahn et al. (2023, Thm. 3) find that layer t of a trained multi-layer LSA is such a step,
+    with A_t learned per layer.  ``preconditioners`` (K, d, d) holds A_1, …, A_K (the step size
+    folded in); ``PreconditionedGD`` is the constant schedule A_t = lr·P.
+    """
+
+    def __init__(self, preconditioners: torch.Tensor):
+        preconditioners = _float64_matrix("preconditioners", preconditioners, 3)
+        if preconditioners.shape[1] != preconditioners.shape[2]:
+            raise ValueError(f"preconditioners must be (K, d, d), got {tuple(preconditioners.shape)}")
+        self.preconditioners = preconditioners
+
+    def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        _check_dim("preconditioners", self.preconditioners, xs.shape[-1])
+        return preconditioned_descent(*least_squares_statistics(xs, ys), self.preconditioners.to(xs.device))
+
+
+def preconditioned_descent(gram: torch.Tensor, moment: torch.Tensor, preconditioners) -> torch.Tensor:
+    """w ← w − A_t (Ĝ w − b̂) from w = 0 for each matrix A_t in turn: Ĝ (..., d, d), b̂ (..., d) → w (..., d)."""
+    w = torch.zeros_like(moment)
+    for step in preconditioners:
+        w = w - _matvec(step, _matvec(gram, w) - moment)
+    return w
 
 
 class GDPlusPlus(LinearBaseline):
@@ -98,14 +121,43 @@ class GDPlusPlus(LinearBaseline):
         self.steps, self.lr, self.gamma = steps, lr, gamma
 
     def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        gram, moment = prefix_mean(outer_products(xs)), prefix_mean(label_moments(xs, ys))
-        w = torch.zeros_like(moment)
-        transform = torch.eye(xs.shape[-1], dtype=xs.dtype, device=xs.device).expand_as(gram)
-        for _ in range(self.steps):
-            square = transform @ transform
-            w = w + self.lr * _matvec(square, moment - _matvec(gram, w))
-            transform = transform - self.gamma * (transform @ gram @ square)
-        return w
+        return gd_plus_plus(*least_squares_statistics(xs, ys), [self.lr] * self.steps, [self.gamma] * self.steps)
+
+
+class GDPlusPlusSchedule(LinearBaseline):
+    """GD++ with its own step size η_t and curvature correction γ_t per step (see ``GDPlusPlus``).
+
+    von Oswald et al. (2023, Sec. 4) compare a K-layer trained transformer with K steps of GD++
+    whose per-step parameters are themselves trained on the task.  ``step_sizes`` and
+    ``corrections`` are equally long; the last correction acts after the last step and so
+    never reaches the prediction.
+    """
+
+    def __init__(self, step_sizes, corrections):
+        step_sizes, corrections = tuple(step_sizes), tuple(corrections)
+        if len(step_sizes) != len(corrections):
+            raise ValueError(f"corrections must have one entry per step ({len(step_sizes)}), got {len(corrections)}")
+        for name, values in (("step_sizes", step_sizes), ("corrections", corrections)):
+            for index, value in enumerate(values):
+                check_float(f"{name}[{index}]", value)
+        self.step_sizes, self.corrections = step_sizes, corrections
+
+    def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        return gd_plus_plus(*least_squares_statistics(xs, ys), self.step_sizes, self.corrections)
+
+
+def gd_plus_plus(gram: torch.Tensor, moment: torch.Tensor, step_sizes, corrections) -> torch.Tensor:
+    """GD++'s weights after one step per (η_t, γ_t): Ĝ (..., d, d), b̂ (..., d) → w (..., d).
+
+    w ← w + η_t T² (b̂ − Ĝ w), then T ← T − γ_t T Ĝ T², from w = 0, T = I (see ``GDPlusPlus``).
+    """
+    w = torch.zeros_like(moment)
+    transform = torch.eye(gram.shape[-1], dtype=gram.dtype, device=gram.device).expand_as(gram)
+    for size, correction in zip(step_sizes, corrections):
+        square = transform @ transform
+        w = w + size * _matvec(square, moment - _matvec(gram, w))
+        transform = transform - correction * (transform @ gram @ square)
+    return w
 
 
 class Newton(LinearBaseline):
@@ -132,7 +184,7 @@ class Newton(LinearBaseline):
         self.steps, self.scale = steps, scale
 
     def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        gram, moment = prefix_mean(outer_products(xs)), prefix_mean(label_moments(xs, ys))
+        gram, moment = least_squares_statistics(xs, ys)
         norm = torch.linalg.matrix_norm(gram @ gram.mT)  # Frobenius
         alpha = torch.where(norm > 0, self.scale / torch.where(norm > 0, norm, 1.0), 0.0)
         m = alpha[..., None, None] * gram

@@ -14,8 +14,8 @@ import torch
 
 from icl_sim.validation import check_float, check_int
 
-from .prefix import (as_float64, context_mask, label_moments, masked_designs, outer_products,
-                     prefix_counts, prefix_mean, prefix_sum)
+from .prefix import (as_float64, context_mask, label_moments, least_squares_statistics, masked_designs,
+                     outer_products, prefix_counts, prefix_mean, prefix_sum)
 
 #: OLS splits the batch so that its (B, N, N, d) masked designs stay under this many bytes.
 CHUNK_BYTES = 2 ** 28
@@ -99,7 +99,7 @@ class GD(LinearBaseline):
         self.steps, self.lr = steps, lr
 
     def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        return gradient_descent_weights(xs, ys, [self.lr] * self.steps)
+        return gradient_descent(*least_squares_statistics(xs, ys), [self.lr] * self.steps)
 
     def closed_form_weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """w_k = (I − (I − lr Ĝ_i)^k) Ĝ_i⁺ b̂_i with Ĝ_i = G_i/i, b̂_i = b_i/i, (B, N, d) float64.
@@ -110,8 +110,7 @@ class GD(LinearBaseline):
         (rounding leaves |λ| ~ eps there and f stays bounded by k·lr).  For lr·λ < 1/2,
         f = −expm1(k·log1p(−lr λ))/λ avoids cancellation when lr λ is tiny.
         """
-        xs, ys = as_float64(xs, ys)
-        gram, moment = prefix_mean(outer_products(xs)), prefix_mean(label_moments(xs, ys))
+        gram, moment = least_squares_statistics(*as_float64(xs, ys))
         lam, vecs = torch.linalg.eigh(gram)
         step, k = self.lr * lam, float(self.steps)
         small = step < 0.5
@@ -139,12 +138,14 @@ class GDSchedule(LinearBaseline):
         self.step_sizes = step_sizes
 
     def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        return gradient_descent_weights(xs, ys, self.step_sizes)
+        return gradient_descent(*least_squares_statistics(xs, ys), self.step_sizes)
 
 
-def gradient_descent_weights(xs: torch.Tensor, ys: torch.Tensor, step_sizes) -> torch.Tensor:
-    """w ← w − η_t (Ĝ_i w − b̂_i) from 0 for every prefix and each step size in turn, (B, N, d)."""
-    gram, moment = prefix_mean(outer_products(xs)), prefix_mean(label_moments(xs, ys))
+def gradient_descent(gram: torch.Tensor, moment: torch.Tensor, step_sizes) -> torch.Tensor:
+    """w ← w − η_t (Ĝ w − b̂) from w = 0, each step size in turn: Ĝ (..., d, d), b̂ (..., d) → w (..., d).
+
+    Differentiable in the step sizes (floats or 0-d tensors), which is how schedules are tuned.
+    """
     w = torch.zeros_like(moment)
     for size in step_sizes:
         w = w - size * ((gram @ w[..., None]).squeeze(-1) - moment)

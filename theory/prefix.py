@@ -44,6 +44,15 @@ def label_moments(xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
     return ys[..., None] * xs
 
 
+def least_squares_statistics(xs: torch.Tensor, ys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Ĝ_i = (1/i) Σ_{j<i} x_j x_jᵀ (B, N, d, d) and b̂_i = (1/i) Σ_{j<i} y_j x_j (B, N, d) for every position.
+
+    The gradient of the in-context loss (1/2i) Σ_{j<i} (wᵀx_j − y_j)² is Ĝ_i w − b̂_i, so every
+    algorithm of the gradient-descent family iterates on these two statistics alone.
+    """
+    return prefix_mean(outer_products(xs)), prefix_mean(label_moments(xs, ys))
+
+
 def context_mask(xs: torch.Tensor) -> torch.Tensor:
     """mask[i, j] = (j < i): whether point j is context for position i, (N, N) bool."""
     n = xs.shape[1]

@@ -1,0 +1,135 @@
+"""Per-step hyper-parameters of a K-step algorithm, tuned on the in-context risk.
+
+von Oswald et al. (2023, Sec. 4) compare a K-layer trained transformer with K steps of GD and
+GD++ whose per-step parameters (η_t, γ_t) are trained on the same task: the K-step algorithm
+that an optimiser of the task loss would pick, with no reference to the transformer.  Ahn et
+al. (2023) do the same for preconditioned GD with a matrix A_t per step.  ``tune_schedule``
+finds these parameters by L-BFGS in float64 on the squared error at the final query of a set
+of prompts, from several starts (the risk is not convex in the schedule), and returns every
+start's optimum with its risk, best first.
+
+Plain GD's steps commute (Π_t (I − η_t Ĝ) in any order), so its risk fixes only the set of
+step sizes and equally good schedules differ in order; callers that compare steps with
+something else (``icl_sim.probing``) break such ties.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from icl_sim.validation import check_choice, check_int
+
+from .algorithms import GDPlusPlusSchedule, PreconditionedGDSchedule, gd_plus_plus, preconditioned_descent
+from .baselines import GDSchedule, LinearBaseline, gradient_descent
+from .prefix import as_float64, least_squares_statistics
+
+#: starting schedules, in units of the inverse mean largest eigenvalue of Ĝ at the final query
+STARTS = {"increasing": (0.2, 1.0), "decreasing": (1.0, 0.2), "constant": (0.5, 0.5)}
+
+
+@dataclass(frozen=True)
+class ScheduleFamily:
+    """A K-step algorithm whose per-step parameters are tensors with a leading step dimension.
+
+    ``iterate(gram, moment, **parameters)`` gives the weights after the last step, differentiably;
+    ``build(**parameters)`` the baseline; ``start(step_sizes, dim)`` the parameters of a start
+    from plain-GD step sizes (K,).
+    """
+
+    iterate: Callable[..., torch.Tensor]
+    build: Callable[..., LinearBaseline]
+    start: Callable[[torch.Tensor, int], dict[str, torch.Tensor]]
+
+
+def _as_floats(values: torch.Tensor) -> list[float]:
+    return [float(v) for v in values]
+
+
+FAMILIES = {
+    "gd": ScheduleFamily(
+        iterate=lambda gram, moment, step_sizes: gradient_descent(gram, moment, step_sizes),
+        build=lambda step_sizes: GDSchedule(_as_floats(step_sizes)),
+        start=lambda sizes, dim: {"step_sizes": sizes}),
+    "preconditioned-gd": ScheduleFamily(
+        iterate=lambda gram, moment, preconditioners: preconditioned_descent(gram, moment, preconditioners),
+        build=lambda preconditioners: PreconditionedGDSchedule(preconditioners),
+        start=lambda sizes, dim: {"preconditioners": sizes[:, None, None] * torch.eye(dim, dtype=sizes.dtype)}),
+    "gd-plus-plus": ScheduleFamily(
+        iterate=lambda gram, moment, step_sizes, corrections: gd_plus_plus(gram, moment, step_sizes, corrections),
+        build=lambda step_sizes, corrections: GDPlusPlusSchedule(_as_floats(step_sizes), _as_floats(corrections)),
+        start=lambda sizes, dim: {"step_sizes": sizes, "corrections": torch.zeros_like(sizes)}),
+}
+
+
+@dataclass(frozen=True)
+class TunedSchedule:
+    """One start's optimum: per-step parameters (leading dimension K) and its squared error per prompt."""
+
+    family: str
+    parameters: dict[str, torch.Tensor]
+    losses: torch.Tensor
+    start: str
+
+    @property
+    def risk(self) -> float:
+        return float(self.losses.mean())
+
+    def indistinguishable_from(self, best: TunedSchedule, z: float = 2.0) -> bool:
+        """Whether this schedule's risk exceeds ``best``'s by at most ``z`` paired standard errors.
+
+        Exact ties (GD's reordered steps) have a zero standard error; the 1e-9 relative slack
+        absorbs the optimiser's rounding.
+        """
+        excess = self.losses - best.losses
+        error = excess.std() / excess.numel() ** 0.5 if excess.numel() > 1 else 0.0
+        return float(excess.mean()) <= z * float(error) + 1e-9 * best.risk
+
+    def run(self) -> list[LinearBaseline]:
+        """The algorithm cut after steps 1, 2, …, K: step k's predictor uses the first k steps' parameters."""
+        steps = next(iter(self.parameters.values())).shape[0]
+        return [FAMILIES[self.family].build(**{name: value[:k] for name, value in self.parameters.items()})
+                for k in range(1, steps + 1)]
+
+
+def tune_schedule(family: str, xs: torch.Tensor, ys: torch.Tensor, steps: int) -> list[TunedSchedule]:
+    """Every start's risk-minimising K-step schedule for predicting ys[:, -1] from the rest, best first.
+
+    The risk is the mean of (x_queryᵀ w_K − y_query)² over the prompts, w_K from the context
+    points j < N − 1 alone.
+    """
+    check_choice("family", family, FAMILIES)
+    check_int("steps", steps, 1)
+    xs, ys = as_float64(xs, ys)
+    gram, moment = (statistic[:, -1] for statistic in least_squares_statistics(xs, ys))
+    query, target = xs[:, -1], ys[:, -1]
+    unit = 1.0 / torch.linalg.eigvalsh(gram)[:, -1].mean().clamp(min=1e-12)
+    tuned = []
+    for name, (first, last) in STARTS.items():
+        sizes = unit * torch.linspace(first, last, steps, dtype=torch.float64, device=xs.device)
+        start = FAMILIES[family].start(sizes, xs.shape[-1])
+        parameters, losses = _minimise(FAMILIES[family].iterate, gram, moment, query, target, start)
+        tuned.append(TunedSchedule(family, parameters, losses, name))
+    return sorted(tuned, key=lambda schedule: schedule.risk)
+
+
+def _minimise(iterate: Callable, gram, moment, query, target, start: dict) -> tuple[dict, torch.Tensor]:
+    """L-BFGS from ``start`` on the mean squared error; the optimum and its per-prompt squared errors."""
+    parameters = {name: value.clone().requires_grad_(True) for name, value in start.items()}
+    optimiser = torch.optim.LBFGS(list(parameters.values()), max_iter=500, tolerance_grad=1e-12,
+                                  tolerance_change=1e-15, history_size=50, line_search_fn="strong_wolfe")
+
+    def losses() -> torch.Tensor:
+        return ((query * iterate(gram, moment, **parameters)).sum(-1) - target).square()
+
+    def risk() -> torch.Tensor:
+        optimiser.zero_grad()
+        value = losses().mean()
+        value.backward()
+        return value
+
+    with torch.enable_grad():
+        optimiser.step(risk)
+    with torch.no_grad():
+        return {name: value.detach() for name, value in parameters.items()}, losses()
