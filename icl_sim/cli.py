@@ -23,6 +23,7 @@ from icl_sim.models import MODELS
 from icl_sim.paper_repro import REPRODUCTIONS, run_reproduction
 from icl_sim.params import parameter_table, parse_parameters
 from icl_sim.plots import plot_heatmap
+from icl_sim.probing import SCHEDULES as PROBE_SCHEDULES
 from icl_sim.probing import probe
 from icl_sim.reports import evaluate_run, final_position_summary
 from icl_sim.run_io import load_config, load_run
@@ -213,17 +214,20 @@ def eval_command(run_dir, num_prompts, seed, device):
 @cli.command("probe")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--algorithm", required=True,
-              help="gd, gd-schedule (a step size per layer), preconditioned-gd, gd-plus-plus, newton, ridge, "
-                   "power-method")
-@click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True, help="algorithm steps 1..K")
+              help="gd, preconditioned-gd, gd-plus-plus, newton, ridge, power-method")
+@click.option("--schedule", type=click.Choice(PROBE_SCHEDULES), default="shared", show_default=True,
+              help="shared: one hyper-parameter setting for all steps; per-step: each step its own, tuned on the "
+                   "task's risk (von Oswald et al.), for gd, preconditioned-gd, gd-plus-plus")
+@click.option("--steps", type=click.IntRange(min=1), default=None,
+              help="algorithm steps 1..K  [default: 10 shared, the number of layers per-step]")
 @click.option("--num-prompts", type=click.IntRange(min=2), default=1024, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="evaluation seed")
 @click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True)
 @click.option("--readout", type=click.Choice(["direct", "fitted"]), default="direct", show_default=True,
               help="direct: the model's own read-out after each layer; fitted: a linear read-out of each layer's "
                    "hidden state fitted on held-out prompts (Fu et al.)")
-@click.option("--json", "as_json", is_flag=True, help="print one JSON object {records, best}")
-def probe_command(run_dir, algorithm, steps, num_prompts, seed, device, readout, as_json):
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object {records, best, parameters}")
+def probe_command(run_dir, algorithm, schedule, steps, num_prompts, seed, device, readout, as_json):
     """Match every layer of a trained model with steps of an algorithm.
 
     \b
@@ -232,28 +236,41 @@ def probe_command(run_dir, algorithm, steps, num_prompts, seed, device, readout,
       sensitivity_cosine     mean cosine of ∂ŷ/∂x_query (von Oswald et al.); higher is closer
       prediction_difference  mean (ŷ_model − ŷ_algorithm)² (Akyürek et al.'s SPD); lower is closer
       weight_difference      mean ‖ŵ_model − ŵ_algorithm‖² of implicit linear weights (ILWD); lower is closer
-    For each (layer, step) the algorithm's hyper-parameters are those closest to the layer.
-    Writes RUN_DIR/probe/ALGORITHM.{csv,json} and ALGORITHM.png (layer × step residual cosine).
+    Shared: the one setting under which the layers' closest steps are closest.  Per-step: one step
+    per layer, the risk-optimal schedule of that length, chosen without looking at the model.
+    Writes RUN_DIR/probe/NAME.{csv,json} and NAME.png (layer × step residual cosine), NAME being
+    ALGORITHM, or ALGORITHM-per-step.
     """
 
     config = load_config(run_dir)
     device = resolve_device(device)
     result = probe(load_run(run_dir, device), make_task(config.task, **config.task_params), algorithm, steps=steps,
-                   num_prompts=num_prompts, seed=seed, device=device, readout=readout)
+                   schedule=schedule, num_prompts=num_prompts, seed=seed, device=device, readout=readout)
     out_dir = Path(run_dir) / "probe"
-    write_table(result["records"], out_dir, algorithm)
+    name = algorithm if schedule == "shared" else f"{algorithm}-{schedule}"
+    write_table(result["records"], out_dir, name)
     cosines = {(r["layer"], r["step"]): r["value"] for r in result["records"] if r["metric"] == "residual_cosine"}
-    layers = sorted({layer for layer, _ in cosines})
-    plot_heatmap([[cosines[layer, step] for step in range(1, steps + 1)] for layer in layers],
-                 out_dir / f"{algorithm}.png", rows=layers, columns=range(1, steps + 1), xlabel=f"{algorithm} step",
-                 ylabel="layer", colorbar="residual cosine", title=f"{config.model} vs {algorithm}")
+    layers, steps = (sorted(set(index)) for index in zip(*cosines))
+    plot_heatmap([[cosines[layer, step] for step in steps] for layer in layers], out_dir / f"{name}.png",
+                 rows=layers, columns=steps, xlabel=f"{algorithm} step ({schedule} schedule)", ylabel="layer",
+                 colorbar="residual cosine", title=f"{config.model} vs {algorithm}")
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:
+        click.echo(f"{algorithm} ({schedule} schedule): {_rounded(result['parameters'])}")
         for layer, step in result["best"].items():
             click.echo(f"layer {layer}: closest to {algorithm} step {step} "
                        f"(residual cosine {cosines[layer, step]:.4f})")
         click.echo(f"table and heatmap in {out_dir}")
+
+
+def _rounded(value):
+    """Floats to 4 significant digits, inside lists and dicts too, for printing."""
+    if isinstance(value, dict):
+        return {name: _rounded(item) for name, item in value.items()}
+    if isinstance(value, list):
+        return [_rounded(item) for item in value]
+    return float(f"{value:.4g}") if isinstance(value, float) else value
 
 
 @cli.command("probe-latent")

@@ -11,12 +11,19 @@ same held-out prompts, and four metrics compare them:
 * ``weight_difference`` (Akyürek et al. 2023, ILWD): mean ‖ŵ_model − ŵ_alg‖², the implicit
   weights being least-squares fits to each predictor's outputs on 2d probe queries; lower is closer.
 
-An algorithm's hyper-parameters (step size, γ) are fixed once for all steps: the setting
-under which every layer has a step that predicts most like it, i.e. the least
-Σ_ℓ min_k (ŷ_layer ℓ − ŷ_step k)² on separate tuning prompts.  (Tuning per step instead would
-let k-step runs with small steps imitate fewer steps, and every layer would look like the
-last step.)  The sensitivity and weight metrics need scalar labels; for vector labels (PCA)
-the other two are reported.
+Two schedules set an algorithm's hyper-parameters (step size, γ, preconditioner):
+
+* ``shared`` (Fu et al. 2023; Akyürek et al. 2023): one setting for all steps, the one under
+  which every layer has a step that predicts most like it, i.e. the least
+  Σ_ℓ min_k (ŷ_layer ℓ − ŷ_step k)² on separate tuning prompts.  This asks how many steps of
+  the classic algorithm each layer amounts to.
+* ``per-step`` (von Oswald et al. 2023; Ahn et al. 2023): one step per layer, each with its own
+  parameters, tuned jointly on the task's risk (``icl_sim.theory.schedules``) without looking
+  at the model; only ties in risk (GD's steps commute) are broken by closeness to the layers.
+  This asks whether layer ℓ *is* step ℓ of the best L-step algorithm of that family.
+
+The sensitivity and weight metrics need scalar labels; for vector labels (PCA) the other two
+are reported.
 
 Layers are read out ``direct`` (the model's own read-out after each layer: the LSA's query
 label slot, the GPT's final LayerNorm and read-out) or ``fitted``: a linear read-out of each
@@ -35,9 +42,9 @@ from icl_sim.evaluation import eval_prompts
 from icl_sim.models import InContextModel
 from icl_sim.probe_metrics import HIGHER_IS_CLOSER, behaviours, compare, last, last_predictions
 from icl_sim.prompt import Prompt
-from icl_sim.theory import (GD, GDPlusPlus, GDSchedule, Newton, PowerMethod, PreconditionedGD, Ridge,
-                            optimal_preconditioner)
-from icl_sim.validation import check_choice
+from icl_sim.theory import GD, GDPlusPlus, Newton, PowerMethod, PreconditionedGD, Ridge, optimal_preconditioner
+from icl_sim.theory.schedules import FAMILIES, tune_schedule
+from icl_sim.validation import check_choice, check_int
 
 LEARNING_RATES = tuple(float(v) for v in torch.logspace(-2, 0.5, 26, dtype=torch.float64))
 CURVATURE_CORRECTIONS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)
@@ -51,32 +58,12 @@ class Algorithm:
     build: Callable[..., object]
     grid: Callable[[Prompt], Sequence[dict]]
 
-    def fitted_run(self, steps: int, tuning: Prompt, model_tuning: list[torch.Tensor]) -> list:
-        """Steps 1..K under the one hyper-parameter setting whose steps best cover the model's layers."""
-        members = [[self.build(step, **hyper) for step in range(1, steps + 1)] for hyper in self.grid(tuning)]
-        return _closest_run(members, tuning, model_tuning)
-
-
-@dataclass(frozen=True)
-class StepSizeSchedule:
-    """GD with a step size per step, step k's fitted in closed form to layer k.
-
-    Ahn et al. (2023) find that each layer of a trained LSA takes a step of its own.  Step k
-    predicts p(η) = p_{k−1} + η·Δ, affine in η_k, so the η_k closest to layer k in mean squared
-    prediction difference is ⟨Δ, layer − p_{k−1}⟩/⟨Δ, Δ⟩.  Every step is fitted to a layer,
-    so the run stops at the number of layers; what the probe then measures is how close each
-    layer comes to a GD step when the step sizes are free, and whether an earlier step is closer.
-    """
-
-    name: str = "gd-schedule"
-
-    def fitted_run(self, steps: int, tuning: Prompt, model_tuning: list[torch.Tensor]) -> list:
-        sizes: list[float] = []
-        for step in range(1, min(steps, len(model_tuning)) + 1):
-            before, unit = (last(GDSchedule([*sizes, size]).predict(tuning.xs, tuning.ys)) for size in (0.0, 1.0))
-            direction = unit - before
-            sizes.append(float((direction * (model_tuning[step - 1] - before)).sum() / direction.square().sum()))
-        return [GDSchedule(sizes[:step]) for step in range(1, len(sizes) + 1)]
+    def fitted_run(self, steps: int, tuning: Prompt, model_tuning: list[torch.Tensor]) -> tuple[dict, list]:
+        """The one hyper-parameter setting whose steps best cover the model's layers, and its steps 1..K."""
+        grid = list(self.grid(tuning))
+        members = [[self.build(step, **hyper) for step in range(1, steps + 1)] for hyper in grid]
+        index = _closest_run(members, tuning, model_tuning)
+        return grid[index], members[index]
 
 
 def _learning_rates(prompt: Prompt) -> list[dict]:
@@ -104,30 +91,43 @@ ALGORITHMS = {
     # the ridge path: step k is λ = 10^(2 − k/2), from heavy shrinkage towards least squares
     "ridge": Algorithm("ridge", lambda k: Ridge(10.0 ** (2 - k / 2)), lambda prompt: [{}]),
     "power-method": Algorithm("power-method", lambda k: PowerMethod(k), lambda prompt: [{}]),
-    "gd-schedule": StepSizeSchedule(),
 }
 
 
 READOUTS = ("direct", "fitted")
+SCHEDULES = ("shared", "per-step")
+#: steps of a shared-schedule run unless asked otherwise
+DEFAULT_STEPS = 10
 
 
-def probe(model: InContextModel, task, algorithm: str, *, steps: int = 10, num_prompts: int = 1024,
-          seed: int = 0, device="cpu", readout: str = "direct") -> dict:
+def probe(model: InContextModel, task, algorithm: str, *, steps: int | None = None, schedule: str = "shared",
+          num_prompts: int = 1024, seed: int = 0, device="cpu", readout: str = "direct") -> dict:
     """Records ``{layer, algorithm, step, metric, value}`` for every layer × step, and the best step per layer.
 
-    Layers are 1-based; ``best`` maps each layer to the step with the highest residual cosine.
+    Layers are 1-based; ``best`` maps each layer to the step with the highest residual cosine;
+    ``parameters`` holds the algorithm's hyper-parameters (per step: lists over steps, and the
+    schedule's risk on the tuning prompts).  ``steps`` defaults to 10 for the shared schedule
+    and to the number of layers per step.
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}; got {algorithm!r}")
     check_choice("readout", readout, READOUTS)
-    tuning, probes = (next(eval_prompts(task, num_prompts=num_prompts, batch_size=num_prompts, seed=seed + offset,
-                                        device=device)) for offset in (1_000_003, 0))
+    check_choice("schedule", schedule, SCHEDULES)
+    if schedule == "per-step" and algorithm not in FAMILIES:
+        raise ValueError(f"schedule 'per-step' needs an algorithm with per-step parameters "
+                         f"({', '.join(FAMILIES)}); got {algorithm!r}")
+    if steps is not None:
+        check_int("steps", steps, 1)
+    tuning, probes = probe_prompts(task, num_prompts, seed, device)
     model = copy.deepcopy(model).to(device=device, dtype=torch.float64).eval()
     layered = model.layer_predictions if readout == "direct" else _fitted_readouts(model, tuning)
     scalar = probes.target.ndim == 2
     model_tuning = last_predictions(layered, tuning)
     model_outputs = behaviours(layered, probes, scalar)
-    runs = ALGORITHMS[algorithm].fitted_run(steps, tuning, model_tuning)
+    if schedule == "shared":
+        parameters, runs = ALGORITHMS[algorithm].fitted_run(steps or DEFAULT_STEPS, tuning, model_tuning)
+    else:
+        parameters, runs = _tuned_run(algorithm, steps or len(model_tuning), tuning, model_tuning)
     records = []
     for step, predictor in enumerate(runs, start=1):
         (algorithm_output,) = behaviours(lambda xs, ys: [predictor.predict(xs, ys)], probes, scalar)
@@ -135,7 +135,28 @@ def probe(model: InContextModel, task, algorithm: str, *, steps: int = 10, num_p
             for metric, value in compare(layer_output, algorithm_output, last(probes.target)).items():
                 records.append({"layer": layer, "algorithm": algorithm, "step": step, "metric": metric,
                                 "value": value})
-    return {"records": records, "best": best_steps(records)}
+    plain = {name: value.tolist() if isinstance(value, torch.Tensor) else value for name, value in parameters.items()}
+    return {"records": records, "best": best_steps(records), "parameters": plain}
+
+
+def probe_prompts(task, num_prompts: int, seed: int, device="cpu") -> tuple[Prompt, Prompt]:
+    """The tuning prompts (hyper-parameters, read-outs) and the probe prompts (metrics), from disjoint seeds."""
+    return tuple(next(eval_prompts(task, num_prompts=num_prompts, batch_size=num_prompts, seed=seed + offset,
+                                   device=device)) for offset in (1_000_003, 0))
+
+
+def _tuned_run(algorithm: str, steps: int, tuning: Prompt, model_tuning: list[torch.Tensor]) -> tuple[dict, list]:
+    """The risk-optimal K-step schedule's parameters (and risk), and its steps 1..K.
+
+    Tuned schedules whose risks the tuning prompts cannot tell apart (GD's steps in another
+    order; near-optima of preconditioned GD) are equally good answers; of those, the one whose
+    steps best cover the model's layers is returned.
+    """
+    tuned = tune_schedule(algorithm, tuning.xs, tuning.ys, steps)
+    equally_good = [schedule for schedule in tuned if schedule.indistinguishable_from(tuned[0])]
+    runs = [schedule.run() for schedule in equally_good]
+    chosen = _closest_run(runs, tuning, model_tuning)
+    return {**equally_good[chosen].parameters, "risk": equally_good[chosen].risk}, runs[chosen]
 
 
 def _fitted_readouts(model: InContextModel, tuning: Prompt) -> Callable:
@@ -162,10 +183,10 @@ def _with_intercept(features: torch.Tensor) -> torch.Tensor:
     return torch.cat([features, torch.ones_like(features[..., :1])], dim=-1)
 
 
-def _closest_run(members: list[list], tuning: Prompt, model_tuning: list[torch.Tensor]) -> list:
-    """The hyper-parameter setting (a run of steps 1..K) whose steps best cover the model's layers."""
+def _closest_run(members: list[list], tuning: Prompt, model_tuning: list[torch.Tensor]) -> int:
+    """The index of the run (steps 1..K) whose steps best cover the model's layers."""
     if len(members) == 1:
-        return members[0]
+        return 0
     layers = torch.stack(model_tuning)  # (L, B, ...)
 
     def mismatch(run: list) -> float:
@@ -174,7 +195,7 @@ def _closest_run(members: list[list], tuning: Prompt, model_tuning: list[torch.T
         differences = (layers[:, None] - steps[None]).square().flatten(2).mean(dim=-1)  # (L, K)
         return float(differences.min(dim=1).values.sum())
 
-    return min(members, key=mismatch)
+    return min(range(len(members)), key=lambda index: mismatch(members[index]))
 
 
 def best_steps(records: Sequence[dict], metric: str = "residual_cosine") -> dict[int, int]:

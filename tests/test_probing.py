@@ -9,10 +9,11 @@ from click.testing import CliRunner
 from icl_sim.cli import cli
 from icl_sim.config import TrainConfig
 from icl_sim.models import InContextModel
-from icl_sim.probing import LEARNING_RATES, _fitted_readouts, best_steps, probe
+from icl_sim.probing import LEARNING_RATES, _fitted_readouts, best_steps, probe, probe_prompts
 from icl_sim.seeding import make_generator
 from icl_sim.tasks import make_task
 from icl_sim.theory import GD, constructed_lsa
+from icl_sim.theory.schedules import tune_schedule
 from icl_sim.training import train
 
 TASK = make_task("linear-regression", dim=4, points=13)
@@ -59,6 +60,13 @@ def test_probe_cli_writes_table_heatmap_and_json(tmp_path):
     assert len(report["records"]) == 2 * 3 * 4
     assert (tmp_path / "run" / "probe" / "newton.png").stat().st_size > 1000
     assert torch.isfinite(torch.tensor([r["value"] for r in report["records"]])).all()
+    result = CliRunner().invoke(cli, ["probe", str(tmp_path / "run"), "--algorithm", "gd-plus-plus", "--schedule",
+                                      "per-step", "--num-prompts", "64", "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    assert "gd-plus-plus (per-step schedule): {'step_sizes': [" in result.output and "'risk': " in result.output
+    assert (tmp_path / "run" / "probe" / "gd-plus-plus-per-step.csv").is_file()
+    table = (tmp_path / "run" / "probe" / "gd-plus-plus-per-step.json").read_text()
+    assert {record["step"] for record in json.loads(table)} == {1, 2}  # one step per layer by default
 
 
 class AffineGDFeatures(InContextModel):
@@ -93,17 +101,29 @@ def test_fitted_readouts_are_least_squares_fits_of_the_target_on_each_layer():
         probe(AffineGDFeatures(1), TASK, "gd", readout="logit-lens")
 
 
-def test_a_step_size_per_layer_is_recovered_exactly():
-    """An LSA built as GD with steps 0.3, 0.8, 0.5: the fitted schedule matches every layer to float64 rounding."""
+def test_per_step_schedule_matches_an_lsa_built_from_it_in_either_order():
+    """An LSA whose layers take the risk-optimal 3-step GD schedule's steps (tuned on the probe's own tuning
+    prompts), largest step first: the probe recovers every layer exactly.  GD's steps commute, so the
+    reversed schedule is as good as the tuner's order and the tie goes to the model's order."""
+    tuning, _ = probe_prompts(TASK, 256, seed=0)
+    sizes = tune_schedule("gd", tuning.xs, tuning.ys, 3)[0].parameters["step_sizes"].sort(descending=True).values
     model = constructed_lsa(4, 13, 3, 1.0)
     with torch.no_grad():
-        model.value.mul_(torch.tensor([0.3, 0.8, 0.5], dtype=torch.float64)[:, None, None, None])
-    result = probe(model, TASK, "gd-schedule", steps=5, num_prompts=256)
+        model.value.mul_(sizes[:, None, None, None])
+    result = probe(model, TASK, "gd", schedule="per-step", num_prompts=256)
     values = {(r["layer"], r["step"], r["metric"]): r["value"] for r in result["records"]}
     assert result["best"] == {1: 1, 2: 2, 3: 3}
-    assert {r["step"] for r in result["records"]} == {1, 2, 3}
+    np.testing.assert_allclose(result["parameters"]["step_sizes"], sizes.numpy(), rtol=1e-6)
+    assert {r["step"] for r in result["records"]} == {1, 2, 3}  # one step per layer
     for layer in (1, 2, 3):
-        assert values[layer, layer, "prediction_difference"] < 1e-20
+        assert values[layer, layer, "prediction_difference"] < 1e-14  # optimiser precision, not rounding
     shared = probe(model, TASK, "gd", steps=3, num_prompts=256)
     closest = min(r["value"] for r in shared["records"] if r["layer"] == 2 and r["metric"] == "prediction_difference")
     assert closest > 1e-6  # no run with one shared step size reproduces the schedule
+
+
+@pytest.mark.parametrize("options, named", [({"schedule": "per-step", "algorithm": "newton"}, "schedule"),
+                                            ({"schedule": "adaptive"}, "schedule"), ({"steps": 0}, "steps")])
+def test_bad_probe_options_name_the_parameter(options, named):
+    with pytest.raises(ValueError, match=named):
+        probe(constructed_lsa(4, 13, 1, LR), TASK, **{"algorithm": "gd", **options})
