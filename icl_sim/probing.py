@@ -122,6 +122,8 @@ def probe(model: InContextModel, task, algorithm: str, *, steps: int | None = No
     model = copy.deepcopy(model).to(device=device, dtype=torch.float64).eval()
     layered = model.layer_predictions if readout == "direct" else _fitted_readouts(model, tuning)
     scalar = probes.target.ndim == 2
+    if schedule == "per-step" and not scalar:
+        raise ValueError("schedule 'per-step' tunes on the risk of scalar labels; this task's targets are vectors")
     model_tuning = last_predictions(layered, tuning)
     model_outputs = behaviours(layered, probes, scalar)
     if schedule == "shared":

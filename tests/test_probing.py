@@ -127,3 +127,8 @@ def test_per_step_schedule_matches_an_lsa_built_from_it_in_either_order():
 def test_bad_probe_options_name_the_parameter(options, named):
     with pytest.raises(ValueError, match=named):
         probe(constructed_lsa(4, 13, 1, LR), TASK, **{"algorithm": "gd", **options})
+
+
+def test_per_step_schedule_needs_scalar_labels():
+    with pytest.raises(ValueError, match="schedule 'per-step'"):
+        probe(constructed_lsa(4, 13, 1, LR), make_task("pca", dim=4, points=13), "gd", schedule="per-step")

@@ -1,8 +1,10 @@
 """Per-step hyper-parameters of a K-step algorithm, tuned on the in-context risk.
 
 von Oswald et al. (2023, Sec. 4) compare a K-layer trained transformer with K steps of GD and
-GD++ whose per-step parameters (η_t, γ_t) are trained on the same task: the K-step algorithm
-that an optimiser of the task loss would pick, with no reference to the transformer.  Ahn et
+GD++ whose per-step parameters (η_t, γ_t) are trained on the same task (their code trains the
+comparison model's step sizes and input transform, ``train_gd_lr`` and ``train_gd_whitening``):
+the K-step algorithm that an optimiser of the task loss would pick, with no reference to the
+transformer.  Ahn et
 al. (2023) do the same for preconditioned GD with a matrix A_t per step.  ``tune_schedule``
 finds these parameters by L-BFGS in float64 on the squared error at the final query of a set
 of prompts, from several starts (the risk is not convex in the schedule), and returns every
