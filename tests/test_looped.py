@@ -208,58 +208,67 @@ def test_cli_loop_options(tmp_path):
     assert result.exit_code == 2 and "looped models only" in result.output
 
 
-def test_short_training_extrapolates_in_loops(tmp_path):
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_short_training_extrapolates_in_loops(tmp_path, seed):
     """Yang et al.'s claim at toy scale: trained with b = 4 loops, the error after 2b loops stays close.
 
-    d = 1, N = 6, 300 steps of Adam: the error at b is well below the trivial predictor's (≈ 1),
-    and the error at 2b is at most 1.5 times the error at b (measured: 0.27 at b, 0.34 at 2b).
-    300 steps is at the edge at this scale: with seed 2 the model has not left the trivial
-    predictor yet (0.97 at b and at 2b), so this asserts seed 0 (deterministic on CPU), not every seed.
+    d = 1, N = 6, 500 steps of Adam at lr 1e-3: the error at b is well below the trivial
+    predictor's (1), and at 2b it stays below half of it and within 1.6 times the error at b.
+    Measured (seeds 0, 1, 2): 0.20, 0.20, 0.26 at b; 0.23, 0.29, 0.36 at 2b (ratios 1.13, 1.41,
+    1.40); seeds 3-5, not run here, 0.39/0.28/0.26 at b with ratios ≤ 1.25.  At lr 3e-3 (the
+    earlier setting) a third of the seeds stay at the trivial predictor (0.97 at b and 2b).
+    Past 2b the error does keep creeping up (0.41-0.57 at 5b), so "flat" is asserted to 2b.
     """
     config = TrainConfig(task="linear-regression", task_params={"dim": 1, "points": 6}, model="looped",
-                         model_params={"n_embd": 32, "n_head": 2, "loops": 4, "loop_window": 4}, steps=300,
-                         batch_size=64, lr=3e-3, loss_on="all", device="cpu", seed=0, checkpoint_every=1000)
+                         model_params={"n_embd": 32, "n_head": 2, "loops": 4, "loop_window": 4}, steps=500,
+                         batch_size=64, lr=1e-3, loss_on="all", device="cpu", seed=seed, checkpoint_every=1000)
     train(config, tmp_path / "run", progress=False)
     model = load_run(tmp_path / "run")
     task = make_task("linear-regression", dim=1, points=6)
     p = task.sample(512, make_generator(seed=0, stream="eval"))
     error = {k: (model.predict(p.xs, p.ys, loops=k)[:, -1] - p.target[:, -1]).square().mean().item() for k in (4, 8)}
-    assert error[4] < 0.6 * task.trivial_error()
-    assert error[8] < 1.5 * error[4]
+    assert error[4] < 0.4 * task.trivial_error()
+    assert error[8] < 0.5 * task.trivial_error()
+    assert error[8] < 1.6 * error[4]
 
 
-def test_layer_norm_tracks_the_power_method(tmp_path):
-    """Wu, Zhang & Cao's comparison at toy scale (d = 4, N = 32, b = 3 loops, 300 steps, loss on the last loop).
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_layer_norm_tracks_the_power_method(tmp_path, seed):
+    """Wu, Zhang & Cao's comparison at toy scale (d = 4, N = 32, b = 3, 500 steps at lr 2e-2, loss on the last loop).
 
-    What holds at this scale (measured, seed 0): the model with normalisation follows power-method
-    iterations loop by loop, |cos(model after k loops, PowerMethod(k))| ≈ 0.99 for k ≤ b and ≈ 0.95
-    at 2b, and its |cos| with the top direction keeps rising past b (0.74 at b, 0.80 at 2b, against
-    the power method's 0.78 and 0.84); the model without normalisation tracks less closely (≈ 0.76 at
-    k = b) and stalls near 0.5.  Asserted with margins; the paper's exact-limit statements are not.
-    Not robust across seeds at 300 steps: with seed 1 neither model has reached the power-method
-    regime yet (|cos| with PowerMethod(3) ≈ 0.79 for both, |cos u| ≈ 0.59 vs 0.57), so the
-    separation is asserted for seed 0 (deterministic on CPU) only.
+    Measured (seeds 0, 1, 2; k loops, |cos| averaged over 512 prompts at the last position):
+    with normalisation the model follows power-method iterations loop by loop, |cos(model_k,
+    PowerMethod(k))| = 0.99/0.98/0.94-0.97 at k = 1/3/6, and its |cos| with the top direction
+    rises past b (0.58-0.60, 0.74-0.78, 0.78-0.83 at k = 1, 3, 6, against the power method's
+    0.61, 0.78, 0.84); without normalisation it tracks less closely (0.84-0.86 at k = 3) and
+    stalls (0.59-0.62 at k = 3, 0.61-0.64 at k = 6).  Asserted with margins; the paper's
+    exact-limit statements are not.  Not every seed gets there: at this scale the LN model's
+    training is bimodal, and seeds 3 and 5 (not run here) settle in a second mode (|cos| with
+    PowerMethod(3) ≈ 0.76, with u ≈ 0.52); 300 steps at lr 1e-2 (the earlier setting) left
+    seed 1 there, 1000 steps at lr 1e-2 still leave seed 5 there.
     """
     task = make_task("pca", dim=4, points=32)
     p = task.sample(512, make_generator(seed=0, stream="eval"))
+    cosine = torch.nn.functional.cosine_similarity
+    power = {k: PowerMethod(k).predict(p.xs)[:, -1] for k in (1, 3, 6)}
     results = {}
     for layer_norm in (True, False):
         config = TrainConfig(task="pca", task_params={"dim": 4, "points": 32}, model="looped-lsa-ln",
-                             model_params={"loops": 3, "loop_window": 1, "layer_norm": layer_norm}, steps=300,
-                             batch_size=64, lr=1e-2, loss_on="last", device="cpu", seed=0, checkpoint_every=1000)
+                             model_params={"loops": 3, "loop_window": 1, "layer_norm": layer_norm}, steps=500,
+                             batch_size=64, lr=2e-2, loss_on="last", device="cpu", seed=seed, checkpoint_every=1000)
         run = tmp_path / f"ln-{layer_norm}"
         train(config, run, progress=False)
         model = load_run(run)
         for k in (1, 3, 6):
             preds = model.predict(p.xs, p.ys, loops=k)[:, -1]
-            power = PowerMethod(k).predict(p.xs)[:, -1].to(preds)
-            results[layer_norm, k] = (
-                torch.nn.functional.cosine_similarity(preds, power, dim=-1).abs().mean().item(),
-                torch.nn.functional.cosine_similarity(preds, p.latent["direction"], dim=-1).abs().mean().item())
+            results[layer_norm, k] = (cosine(preds, power[k].to(preds), dim=-1).abs().mean().item(),
+                                      cosine(preds, p.latent["direction"], dim=-1).abs().mean().item())
     tracking = {key: value[0] for key, value in results.items()}
     accuracy = {key: value[1] for key, value in results.items()}
-    assert tracking[True, 1] > 0.95 and tracking[True, 3] > 0.9
-    assert tracking[True, 3] > tracking[False, 3] + 0.05
+    power_accuracy = cosine(power[3], p.latent["direction"], dim=-1).abs().mean().item()  # 0.78
+    assert tracking[True, 1] > 0.97 and tracking[True, 3] > 0.95 and tracking[True, 6] > 0.9
+    assert tracking[True, 3] > tracking[False, 3] + 0.08
     assert accuracy[True, 6] > accuracy[True, 3] > accuracy[True, 1]  # more loops, better direction
-    assert accuracy[True, 3] > accuracy[False, 3] + 0.05
-    assert accuracy[True, 3] > task.trivial_error() + 0.1
+    assert accuracy[True, 3] > power_accuracy - 0.07
+    assert accuracy[True, 3] > accuracy[False, 3] + 0.08
+    assert accuracy[True, 3] > task.trivial_error() + 0.25
