@@ -86,7 +86,8 @@ def cli():
 def tasks_command():
     """List every task family with its parameters and defaults."""
     for name, task_class in TASKS.items():
-        click.echo(f"{name}  (metric: {task_class.metric})")
+        algorithms = ", ".join(task_class.probe_algorithms) or "none"
+        click.echo(f"{name}  (metric: {task_class.metric}; probe algorithms: {algorithms})")
         click.echo(f"    {(task_class.__doc__ or '').strip().splitlines()[0]}")
         for parameter, type_name, default, help_text in parameter_table(task_class):
             click.echo(f"    {parameter:<18} {type_name:<24} default {default!r:<10} {help_text}")
@@ -214,7 +215,8 @@ def eval_command(run_dir, num_prompts, seed, device):
 @cli.command("probe")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--algorithm", required=True,
-              help="gd, preconditioned-gd, gd-plus-plus, newton, ridge, power-method")
+              help="gd, preconditioned-gd, gd-plus-plus, newton, ridge, power-method: one the run's task declares "
+                   "(see `icl-sim tasks`)")
 @click.option("--schedule", type=click.Choice(PROBE_SCHEDULES), default="shared", show_default=True,
               help="shared: one hyper-parameter setting for all steps; per-step: each step its own, tuned on the "
                    "task's risk (von Oswald et al.), for gd, preconditioned-gd, gd-plus-plus")

@@ -104,6 +104,7 @@ def probe(model: InContextModel, task, algorithm: str, *, steps: int | None = No
           num_prompts: int = 1024, seed: int = 0, device="cpu", readout: str = "direct") -> dict:
     """Records ``{layer, algorithm, step, metric, value}`` for every layer × step, and the best step per layer.
 
+    ``algorithm`` must be one the task declares in ``probe_algorithms``.
     Layers are 1-based; ``best`` maps each layer to the step with the highest residual cosine;
     ``parameters`` holds the algorithm's hyper-parameters (per step: lists over steps, and the
     schedule's risk on the tuning prompts).  ``steps`` defaults to 10 for the shared schedule
@@ -111,6 +112,9 @@ def probe(model: InContextModel, task, algorithm: str, *, steps: int | None = No
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}; got {algorithm!r}")
+    if algorithm not in task.probe_algorithms:
+        raise ValueError(f"algorithm {algorithm!r} does not solve the {task.name} task; it declares "
+                         f"{', '.join(task.probe_algorithms) or 'none'}")
     check_choice("readout", readout, READOUTS)
     check_choice("schedule", schedule, SCHEDULES)
     if schedule == "per-step" and algorithm not in FAMILIES:
@@ -122,8 +126,6 @@ def probe(model: InContextModel, task, algorithm: str, *, steps: int | None = No
     model = copy.deepcopy(model).to(device=device, dtype=torch.float64).eval()
     layered = model.layer_predictions if readout == "direct" else _fitted_readouts(model, tuning)
     scalar = probes.target.ndim == 2
-    if schedule == "per-step" and not scalar:
-        raise ValueError("schedule 'per-step' tunes on the risk of scalar labels; this task's targets are vectors")
     model_tuning = last_predictions(layered, tuning)
     model_outputs = behaviours(layered, probes, scalar)
     if schedule == "shared":

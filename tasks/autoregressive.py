@@ -64,6 +64,7 @@ class Autoregressive:
     metric: ClassVar[str] = "squared_error"
     loss: ClassVar[str] = "squared_error"
     evaluated_positions: ClassVar[str] = "all"
+    probe_algorithms: ClassVar[tuple[str, ...]] = ()
 
     dim: int = _help("state dimension d", 5)
     points: int = _help("transitions per prompt N (positions; the sequence has N+1 states)", 20)

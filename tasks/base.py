@@ -24,12 +24,15 @@ class Task(Protocol):
     a label to predict and "last" when only the final query does (e.g. a graph
     question after its edges).  ``slices(prompt)`` may name subsets of prompts,
     as boolean masks (B,), that evaluation reports beside the whole.
+    ``probe_algorithms`` names the ``icl_sim.probing`` algorithms whose steps solve
+    this task, the ones a trained model's layers can be matched with.
     """
 
     name: ClassVar[str]
     metric: ClassVar[str]
     loss: ClassVar[str]
     evaluated_positions: ClassVar[str]
+    probe_algorithms: ClassVar[tuple[str, ...]]
     dim: int
     points: int
     target_dim: int

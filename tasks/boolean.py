@@ -90,6 +90,7 @@ class Boolean:
     metric: ClassVar[str] = "accuracy"
     loss: ClassVar[str] = "logistic"
     evaluated_positions: ClassVar[str] = "all"
+    probe_algorithms: ClassVar[tuple[str, ...]] = ()
     target_dim: ClassVar[int] = 1
     dim_parameter: ClassVar[str] = "n"
 

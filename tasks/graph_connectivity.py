@@ -83,6 +83,7 @@ class GraphConnectivity:
     metric: ClassVar[str] = "accuracy"
     loss: ClassVar[str] = "logistic"
     evaluated_positions: ClassVar[str] = "last"
+    probe_algorithms: ClassVar[tuple[str, ...]] = ()
     target_dim: ClassVar[int] = 1
     dim_parameter: ClassVar[str] = "nodes"
 

@@ -29,6 +29,7 @@ class LinearClassification:
     metric: ClassVar[str] = "accuracy"
     loss: ClassVar[str] = "logistic"
     evaluated_positions: ClassVar[str] = "all"
+    probe_algorithms: ClassVar[tuple[str, ...]] = ("gd", "gd-plus-plus", "newton", "ridge")
     target_dim: ClassVar[int] = 1
 
     dim: int = _help("input dimension d", 20)

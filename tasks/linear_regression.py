@@ -35,6 +35,7 @@ class LinearRegression:
     metric: ClassVar[str] = "squared_error"
     loss: ClassVar[str] = "squared_error"
     evaluated_positions: ClassVar[str] = "all"
+    probe_algorithms: ClassVar[tuple[str, ...]] = ("gd", "preconditioned-gd", "gd-plus-plus", "newton", "ridge")
     target_dim: ClassVar[int] = 1
 
     dim: int = _help("input dimension d", 20)

@@ -57,6 +57,7 @@ class PCA:
     metric: ClassVar[str] = "absolute_cosine"
     loss: ClassVar[str] = "squared_error"
     evaluated_positions: ClassVar[str] = "all"
+    probe_algorithms: ClassVar[tuple[str, ...]] = ("power-method",)
 
     dim: int = _help("dimension d", 8)
     points: int = _help("points per prompt N", 64)

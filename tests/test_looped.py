@@ -12,6 +12,7 @@ from icl_sim.cli import cli
 from icl_sim.config import TrainConfig
 from icl_sim.models import MODELS, build_model
 from icl_sim.models.looped import LoopedLSA, LoopedTransformer, loops_at
+from icl_sim.probing import probe
 from icl_sim.run_io import load_run
 from icl_sim.seeding import make_generator
 from icl_sim.tasks import make_task
@@ -241,7 +242,9 @@ def test_layer_norm_tracks_the_power_method(tmp_path, seed):
     PowerMethod(k))| = 0.99/0.98/0.94-0.97 at k = 1/3/6, and its |cos| with the top direction
     rises past b (0.58-0.60, 0.74-0.78, 0.78-0.83 at k = 1, 3, 6, against the power method's
     0.61, 0.78, 0.84); without normalisation it tracks less closely (0.84-0.86 at k = 3) and
-    stalls (0.59-0.62 at k = 3, 0.61-0.64 at k = 6).  Asserted with margins; the paper's
+    stalls (0.59-0.62 at k = 3, 0.61-0.64 at k = 6).  ``probe(..., "power-method")`` (residual cosine,
+    steps 1-6) places the LN model's loops 1, 2, 3 at steps 1, 2, 3 (seeds 0, 2; 1, 2, 2 for seed 1) and
+    every loop of the other model at step 1.  Asserted with margins; the paper's
     exact-limit statements are not.  Not every seed gets there: at this scale the LN model's
     training is bimodal, and seeds 3 and 5 (not run here) settle in a second mode (|cos| with
     PowerMethod(3) ≈ 0.76, with u ≈ 0.52); 300 steps at lr 1e-2 (the earlier setting) left
@@ -251,7 +254,7 @@ def test_layer_norm_tracks_the_power_method(tmp_path, seed):
     p = task.sample(512, make_generator(seed=0, stream="eval"))
     cosine = torch.nn.functional.cosine_similarity
     power = {k: PowerMethod(k).predict(p.xs)[:, -1] for k in (1, 3, 6)}
-    results = {}
+    results, best = {}, {}
     for layer_norm in (True, False):
         config = TrainConfig(task="pca", task_params={"dim": 4, "points": 32}, model="looped-lsa-ln",
                              model_params={"loops": 3, "loop_window": 1, "layer_norm": layer_norm}, steps=500,
@@ -259,6 +262,7 @@ def test_layer_norm_tracks_the_power_method(tmp_path, seed):
         run = tmp_path / f"ln-{layer_norm}"
         train(config, run, progress=False)
         model = load_run(run)
+        best[layer_norm] = probe(model, task, "power-method", steps=6, num_prompts=512)["best"]
         for k in (1, 3, 6):
             preds = model.predict(p.xs, p.ys, loops=k)[:, -1]
             results[layer_norm, k] = (cosine(preds, power[k].to(preds), dim=-1).abs().mean().item(),
@@ -272,3 +276,6 @@ def test_layer_norm_tracks_the_power_method(tmp_path, seed):
     assert accuracy[True, 3] > power_accuracy - 0.07
     assert accuracy[True, 3] > accuracy[False, 3] + 0.08
     assert accuracy[True, 3] > task.trivial_error() + 0.25
+    # icl-sim probe: the LN model's loops move along the power iterations, the other's stay at the first
+    assert best[True][1] == 1 and best[True][3] > best[True][1]
+    assert set(best[False].values()) == {1}

@@ -129,6 +129,8 @@ def test_bad_probe_options_name_the_parameter(options, named):
         probe(constructed_lsa(4, 13, 1, LR), TASK, **{"algorithm": "gd", **options})
 
 
-def test_per_step_schedule_needs_scalar_labels():
-    with pytest.raises(ValueError, match="schedule 'per-step'"):
-        probe(constructed_lsa(4, 13, 1, LR), make_task("pca", dim=4, points=13), "gd", schedule="per-step")
+@pytest.mark.parametrize("task, algorithm", [(make_task("pca", dim=4, points=13), "gd"),
+                                             (TASK, "power-method"), (make_task("boolean"), "gd")])
+def test_algorithms_the_task_does_not_declare_are_refused(task, algorithm):
+    with pytest.raises(ValueError, match=f"algorithm '{algorithm}' does not solve the {task.name} task"):
+        probe(constructed_lsa(4, 13, 1, LR), task, algorithm)
