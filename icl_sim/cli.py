@@ -111,6 +111,9 @@ TRAIN_DEFAULTS = TrainConfig()
 @click.option("--batch-size", type=click.IntRange(min=1), default=TRAIN_DEFAULTS.batch_size, show_default=True)
 @click.option("--lr", type=float, default=TRAIN_DEFAULTS.lr, show_default=True, help="peak learning rate")
 @click.option("--optimizer", type=click.Choice(OPTIMIZERS), default=TRAIN_DEFAULTS.optimizer, show_default=True)
+@click.option("--betas", type=(float, float), default=TRAIN_DEFAULTS.betas, show_default=True, metavar="B1 B2",
+              help="Adam's moment decay rates (von Oswald et al.: 0.9 0.98)")
+@click.option("--adam-eps", type=float, default=TRAIN_DEFAULTS.adam_eps, show_default=True)
 @click.option("--weight-decay", type=float, default=TRAIN_DEFAULTS.weight_decay, show_default=True)
 @click.option("--schedule", type=click.Choice(SCHEDULES), default=TRAIN_DEFAULTS.schedule, show_default=True,
               help="after warm-up: constant, or cosine decay to 0")
@@ -176,7 +179,8 @@ def _config_from_options(options) -> TrainConfig:
     return TrainConfig(
         task=options["task"], task_params=task_params, model=model, model_params=model_params,
         steps=options["steps"], batch_size=options["batch_size"], lr=options["lr"], optimizer=options["optimizer"],
-        weight_decay=options["weight_decay"], schedule=options["schedule"], warmup_steps=options["warmup_steps"],
+        betas=options["betas"], adam_eps=options["adam_eps"], weight_decay=options["weight_decay"],
+        schedule=options["schedule"], warmup_steps=options["warmup_steps"],
         grad_clip=options["grad_clip"], loss_on=options["loss_on"] or MODELS[model].default_loss_on,
         seed=options["seed"],
         device=options["device"], amp=options["amp"], compile=options["compile_model"],

@@ -43,6 +43,8 @@ class TrainConfig:
     batch_size: int = 256
     lr: float = 1e-3
     optimizer: str = "adam"
+    betas: tuple[float, float] = (0.9, 0.999)
+    adam_eps: float = 1e-8
     weight_decay: float = 0.0
     schedule: str = "constant"
     warmup_steps: int = 0
@@ -62,6 +64,14 @@ class TrainConfig:
         check_int("batch_size", self.batch_size, 1)
         check_float("lr", self.lr, 0.0, strict=True)
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        if len(self.betas) != 2:
+            raise ValueError(f"betas must be two numbers (β1, β2), got {self.betas!r}")
+        for index, beta in enumerate(self.betas):
+            check_float(f"betas[{index}]", beta, 0.0, maximum=1.0)
+            if beta == 1.0:
+                raise ValueError(f"betas[{index}] must be < 1, got {beta}")
+        object.__setattr__(self, "betas", tuple(self.betas))  # JSON gives a list
+        check_float("adam_eps", self.adam_eps, 0.0, strict=True)
         check_float("weight_decay", self.weight_decay, 0.0)
         check_choice("schedule", self.schedule, SCHEDULES)
         check_int("warmup_steps", self.warmup_steps, 0)

@@ -90,7 +90,8 @@ def task_loss(model, prompt: Prompt, task: Task, loss_on: str, step: int) -> tor
 
 def _make_optimizer(model: InContextModel, config: TrainConfig) -> torch.optim.Optimizer:
     optimizer_class = torch.optim.AdamW if config.optimizer == "adamw" else torch.optim.Adam
-    return optimizer_class(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    return optimizer_class(model.parameters(), lr=config.lr, betas=config.betas, eps=config.adam_eps,
+                           weight_decay=config.weight_decay)
 
 
 def _rng_devices(device: torch.device) -> list[int]:

@@ -48,6 +48,9 @@ class Settings:
     probe_prompts: int
 
 
+#: the authors' Adam (src/config.py: b1 0.9, b2 0.98, eps 1e-9), at both scales
+ADAM_BETAS, ADAM_EPS = (0.9, 0.98), 1e-9
+
 SCALES = {
     # CPU minutes: a larger step and cosine decay reach the optimum in fewer steps.
     "quick": Settings(steps=1000, batch_size=1024, lr=1e-2, schedule="cosine", init_scale=0.002, log_every=50,
@@ -120,7 +123,8 @@ def run(scale: str, out_dir: Path, *, device, progress: bool) -> tuple[list[Chec
                               device=device))
     config = TrainConfig(task=TASK.name, task_params=_task_params(), model="lsa",
                          model_params={"layers": 1, "init_scale": settings.init_scale}, steps=settings.steps,
-                         batch_size=settings.batch_size, lr=settings.lr, schedule=settings.schedule, loss_on="last",
+                         batch_size=settings.batch_size, lr=settings.lr, betas=ADAM_BETAS, adam_eps=ADAM_EPS,
+                         schedule=settings.schedule, loss_on="last",
                          seed=0, device=str(device), log_every=settings.log_every,
                          checkpoint_every=settings.steps // 5)
     model, history = train_or_reuse(config, out_dir / "run", progress=progress,

@@ -110,12 +110,21 @@ def test_learning_rate_schedules():
 
 
 def test_config_round_trips_through_json():
-    config = tiny_config(curriculum_points=Curriculum(3, 1, 5), task_params={"dim": 3, "points": 6, "noise": 0.5})
+    config = tiny_config(curriculum_points=Curriculum(3, 1, 5), task_params={"dim": 3, "points": 6, "noise": 0.5},
+                         betas=(0.9, 0.98), adam_eps=1e-9)
     assert TrainConfig.from_json(config.to_json()) == config
 
 
+def test_adam_gets_the_configured_betas_and_eps(tmp_path):
+    """von Oswald et al. train with Adam(0.9, 0.98, eps 1e-9); the optimiser state saved with the run says so."""
+    train(tiny_config(betas=(0.9, 0.98), adam_eps=1e-9, steps=2), tmp_path / "run", progress=False)
+    (group,) = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)["optimizer"]["param_groups"]
+    assert group["betas"] == (0.9, 0.98) and group["eps"] == 1e-9
+
+
 @pytest.mark.parametrize("field, value", [("steps", 0), ("lr", -1.0), ("lr", math.nan), ("optimizer", "sgd"),
-                                          ("loss_on", "first"), ("device", "tpu"), ("batch_size", 0)])
+                                          ("loss_on", "first"), ("device", "tpu"), ("batch_size", 0),
+                                          ("betas", (0.9,)), ("betas", (0.9, 1.0)), ("adam_eps", 0.0)])
 def test_bad_config_names_the_parameter(field, value):
     with pytest.raises(ValueError, match=field):
         tiny_config(**{field: value})
