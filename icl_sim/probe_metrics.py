@@ -5,14 +5,20 @@ behaviour on the final query of each probe prompt is three things: the predictio
 sensitivity ∂ŷ/∂x_query (von Oswald et al. 2023) and the implicit linear weights, least-squares
 fits to its outputs on 2d probe queries that share the prompt's context (Akyürek et al. 2023).
 ``compare`` turns two behaviours into the four probe metrics (see ``icl_sim.probing``).
+
+All 1 + 2d queries of a prompt share its context: a model's ``layer_predictions`` are evaluated
+through its ``query_predictor`` (the context once, then every query), any other predictor on
+one copy of the prompt per query.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 import torch
 
+from icl_sim.models.base import InContextModel, replicated_query_predictor
 from icl_sim.prompt import Prompt
 from icl_sim.theory.predictions.comparison_metrics import implicit_weights
 
@@ -53,30 +59,36 @@ def last_predictions(layered: Callable, prompt: Prompt) -> list[torch.Tensor]:
 
 
 def _chunk_outputs(layered: Callable, prompt: Prompt, scalar: bool) -> list[Behaviour]:
-    query = prompt.xs[:, -1].clone().requires_grad_(scalar)
-    xs = torch.cat([prompt.xs[:, :-1], query.unsqueeze(1)], dim=1)
+    """The final query and the 2d probe queries, each evaluated against the context of its prompt."""
+    with torch.no_grad():  # only ∂ŷ/∂x_query is asked for, so a model's context pass needs no graph
+        predict = _query_predictor(layered)(prompt.xs[:, :-1], prompt.ys[:, :-1])
+    query = prompt.xs[:, -1:].clone().requires_grad_(scalar)
     with torch.enable_grad():
-        layers = [last(preds) for preds in layered(xs, prompt.ys)]
-        sensitivities = [torch.autograd.grad(p.sum(), query, retain_graph=True)[0] if scalar else None
+        layers = [p[:, 0] for p in predict(query)]
+        # one backward pass per layer, through the query's own path: on CPU cheaper than one batched over layers
+        sensitivities = [torch.autograd.grad(p.sum(), query, retain_graph=True)[0][:, 0] if scalar else None
                          for p in layers]
-    weights = _implicit_weights(layered, prompt) if scalar else [None] * len(layers)
+    weights = _implicit_weights(predict, prompt) if scalar else [None] * len(layers)
     return [Behaviour(p.detach(), s, w) for p, s, w in zip(layers, sensitivities, weights)]
 
 
-def _implicit_weights(layered: Callable, prompt: Prompt) -> list[torch.Tensor]:
+def _query_predictor(layered: Callable) -> Callable:
+    """A model's own ``query_predictor`` when ``layered`` is its ``layer_predictions``; else one prompt per query."""
+    model = getattr(layered, "__self__", None)
+    if isinstance(model, InContextModel) and layered == model.layer_predictions:
+        return model.query_predictor
+    return partial(replicated_query_predictor, layered)
+
+
+def _implicit_weights(predict: Callable, prompt: Prompt) -> list[torch.Tensor]:
     """Least-squares weights of each layer's outputs on 2d probe queries sharing each prompt's context."""
-    batch, points, dim = prompt.xs.shape
+    batch, _, dim = prompt.xs.shape
     generator = torch.Generator(device=prompt.xs.device).manual_seed(0)
     queries = torch.randn(batch, 2 * dim, dim, generator=generator, device=prompt.xs.device, dtype=torch.float64)
     queries = queries * prompt.xs[:, :-1].std(dim=(1, 2), keepdim=True)
-    count = queries.shape[1]
-    context_xs = prompt.xs[:, None, :-1].expand(batch, count, points - 1, dim)
-    xs = torch.cat([context_xs, queries[:, :, None]], dim=2).reshape(batch * count, points, dim)
-    ys = torch.cat([prompt.ys[:, None, :-1].expand(batch, count, points - 1),
-                    torch.zeros(batch, count, 1, dtype=prompt.ys.dtype, device=prompt.ys.device)], dim=2)
     with torch.no_grad():
-        layers = layered(xs, ys.reshape(batch * count, points))
-    return [implicit_weights(queries, last(preds).reshape(batch, count)) for preds in layers]
+        layers = predict(queries)
+    return [implicit_weights(queries, outputs) for outputs in layers]
 
 
 def compare(model: Behaviour, algorithm: Behaviour, target: torch.Tensor) -> dict[str, float]:

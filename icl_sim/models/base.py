@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import abc
+from typing import Callable
 
 import torch
 from torch import nn
@@ -21,6 +22,15 @@ class InContextModel(nn.Module, abc.ABC):
 
     def forward(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         return self.layer_predictions(xs, ys)[-1]
+
+    def query_predictor(self, xs: torch.Tensor, ys: torch.Tensor) -> Callable[[torch.Tensor], list[torch.Tensor]]:
+        """The model with its context (xs, ys) fixed: queries (B, Q, d) -> predictions (B, Q[, k]) per layer.
+
+        Query q sees the context and x_q only, as if it were the final point of its own prompt
+        (the probes evaluate many queries per context).  By default every query gets its own
+        copy of the context; models override this to process the context once.
+        """
+        return replicated_query_predictor(self.layer_predictions, xs, ys)
 
     #: the Config field that ``icl-sim train --layers`` sets, and the positions trained on by default
     depth_parameter: str = "layers"
@@ -58,3 +68,18 @@ class InContextModel(nn.Module, abc.ABC):
         finally:
             self.train(was_training)
         return preds.to(device=xs.device, dtype=xs.dtype)
+
+
+def replicated_query_predictor(layered: Callable, xs: torch.Tensor,
+                               ys: torch.Tensor) -> Callable[[torch.Tensor], list[torch.Tensor]]:
+    """``query_predictor`` for any per-position predictor ``layered``: one prompt per query, the context then it."""
+
+    def predict(queries: torch.Tensor) -> list[torch.Tensor]:
+        batch, count = queries.shape[:2]
+        prompt_xs = torch.cat([xs[:, None].expand(batch, count, *xs.shape[1:]), queries[:, :, None]], dim=2)
+        label = ys.new_zeros(batch, count, 1, *ys.shape[2:])
+        prompt_ys = torch.cat([ys[:, None].expand(batch, count, *ys.shape[1:]), label], dim=2)
+        return [preds[:, -1].unflatten(0, (batch, count))
+                for preds in layered(prompt_xs.flatten(0, 1), prompt_ys.flatten(0, 1))]
+
+    return predict

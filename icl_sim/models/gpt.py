@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Callable
 
 import torch
 from torch import nn
@@ -63,16 +64,38 @@ class CausalSelfAttention(nn.Module):
         self.resid_dropout = nn.Dropout(dropout)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
-        batch, length, width = h.shape
-        q, k, v = (t.view(batch, length, self.n_head, width // self.n_head).transpose(1, 2)
-                   for t in self.qkv(h).split(width, dim=2))
-        out = self.attend(q, k, v)
-        return self.resid_dropout(self.proj(out.transpose(1, 2).reshape(batch, length, width)))
+        return self.with_memory(h)[0]
 
-    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        """Causal softmax attention per head: (B, H, T, h) -> (B, H, T, h)."""
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0,
-                                              is_causal=True)
+    def with_memory(self, h: torch.Tensor) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """Causal attention over h (B, T, E), and h's keys and values per head: what later queries attend to."""
+        q, k, v = self._heads(h)
+        return self._merge(self.attend(q, k, v)), (k, v)
+
+    def recall(self, queries: torch.Tensor, memory: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """Attention of query tokens (B, Q, E) to a context's keys and values and to themselves, never each other."""
+        keys, values = memory
+        q, k, v = self._heads(queries)
+        context, count = keys.shape[2], queries.shape[1]
+        mask = torch.cat([torch.ones(count, context, dtype=torch.bool, device=queries.device),
+                          torch.eye(count, dtype=torch.bool, device=queries.device)], dim=1)
+        return self._merge(self.attend(q, torch.cat([keys, k], dim=2), torch.cat([values, v], dim=2), mask))
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+               mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Softmax attention per head, (B, H, T, h) -> (B, H, T, h): causal, or where ``mask`` (T, S) is true."""
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None,
+                                              dropout_p=self.dropout if self.training else 0.0)
+
+    def _heads(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Queries, keys and values per head: (B, T, E) -> 3 x (B, H, T, E/H)."""
+        batch, length, width = h.shape
+        return tuple(t.view(batch, length, self.n_head, width // self.n_head).transpose(1, 2)
+                     for t in self.qkv(h).split(width, dim=2))
+
+    def _merge(self, out: torch.Tensor) -> torch.Tensor:
+        """Heads joined and projected: (B, H, T, E/H) -> (B, T, E)."""
+        batch, _, length, _ = out.shape
+        return self.resid_dropout(self.proj(out.transpose(1, 2).reshape(batch, length, -1)))
 
 
 class MLP(nn.Module):
@@ -99,7 +122,18 @@ class Block(nn.Module):
         self.mlp = MLP(n_embd, dropout)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
-        h = h + self.attn(self.ln_1(h))
+        return self.with_memory(h)[0]
+
+    def with_memory(self, h: torch.Tensor) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """The block's output on h, and the keys and values its attention gives later query tokens."""
+        attended, memory = self.attn.with_memory(self.ln_1(h))
+        return self._feed_forward(h + attended), memory
+
+    def recall(self, queries: torch.Tensor, memory: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """The block's output on query tokens that see a context's ``memory`` and themselves only."""
+        return self._feed_forward(queries + self.attn.recall(self.ln_1(queries), memory))
+
+    def _feed_forward(self, h: torch.Tensor) -> torch.Tensor:
         return h + self.mlp(self.ln_2(h))
 
 
@@ -136,6 +170,15 @@ class InterleavedEmbedding(nn.Module):
         tokens = torch.stack((xs_wide, ys_wide), dim=2).reshape(batch, 2 * n, self.width)
         return self.dropout(self.read_in(tokens) + self.positions.weight[: 2 * n])
 
+    def queries(self, queries: torch.Tensor, index: int) -> torch.Tensor:
+        """(B, Q, n_embd): query points (B, Q, d), each embedded as the x token of point ``index``."""
+        if queries.shape[-1] != self.dim:
+            raise ValueError(f"queries must have {self.dim} features (dim), got {queries.shape[-1]}")
+        if index >= self.points:
+            raise ValueError(f"prompt has {index + 1} points but the model was built for at most points={self.points}")
+        tokens = self.read_in(F.pad(queries, (0, self.width - self.dim)))
+        return self.dropout(tokens + self.positions.weight[2 * index])
+
 
 class XTokenReadOut(nn.Module):
     """Final LayerNorm and a linear read-out at the x tokens: (B, 2N, n_embd) -> (B, N) or (B, N, k)."""
@@ -146,7 +189,11 @@ class XTokenReadOut(nn.Module):
         self.read_out = nn.Linear(n_embd, target_dim)
 
     def forward(self, h: torch.Tensor, last_only: bool = False) -> torch.Tensor:
-        out = self.read_out(self.ln_f(h[:, -2] if last_only else h[:, ::2]))
+        return self.read(h[:, -2] if last_only else h[:, ::2])
+
+    def read(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The prediction read out of each given x token: (..., n_embd) -> (...) or (..., k)."""
+        out = self.read_out(self.ln_f(tokens))
         return out.squeeze(-1) if out.shape[-1] == 1 else out
 
 
@@ -192,6 +239,23 @@ class GPT(InContextModel):
     def layer_predictions(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
         """Logit-lens predictions (B, N) read out after each block; the last is the model's output."""
         return [self.head(h) for h in self.hidden_states(xs, ys)[1:]]
+
+    def query_predictor(self, xs: torch.Tensor, ys: torch.Tensor) -> Callable[[torch.Tensor], list[torch.Tensor]]:
+        """The context's 2n tokens run once; a query token, at the x position of point n, then attends to
+        their keys and values in every block and to itself."""
+        h, memories = self.embedding(xs, ys), []
+        for block in self.blocks:
+            h, memory = block.with_memory(h)
+            memories.append(memory)
+
+        def predict(queries: torch.Tensor) -> list[torch.Tensor]:
+            tokens, predictions = self.embedding.queries(queries, xs.shape[1]), []
+            for block, memory in zip(self.blocks, memories):
+                tokens = block.recall(tokens, memory)
+                predictions.append(self.head.read(tokens))
+            return predictions
+
+        return predict
 
     def forward(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """Predictions (B, N): preds[:, i] from (x_j, y_j), j < i, and x_i."""

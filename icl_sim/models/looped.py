@@ -175,12 +175,14 @@ class LoopedConfig:
 class CausalLinearAttention(CausalSelfAttention):
     """Multi-head causal attention without softmax: token t gets (1/(t+1)) Σ_{s≤t} (q_t·k_s/√h) v_s."""
 
-    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+               mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Averaged over the allowed keys: the causal ones, or where ``mask`` (T, S) is true."""
         length = q.shape[-2]
         scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
-        causal = torch.ones(length, length, dtype=torch.bool, device=q.device).tril()
-        counts = torch.arange(1, length + 1, device=q.device, dtype=scores.dtype)[:, None]
-        return (scores.masked_fill(~causal, 0.0) / counts) @ v
+        allowed = torch.ones(length, length, dtype=torch.bool, device=q.device).tril() if mask is None else mask
+        counts = allowed.sum(dim=-1, keepdim=True).to(scores.dtype)
+        return (scores.masked_fill(~allowed, 0.0) / counts) @ v
 
 
 class LinearBlock(Block):

@@ -46,6 +46,7 @@ Variants (fields of :class:`LSAConfig`; the defaults are the plain model above):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import torch
 from torch import nn
@@ -173,8 +174,20 @@ class LinearSelfAttention(InContextModel):
         if self.config.nonlinear:
             last = torch.tensor([xs.shape[1] - 1], device=xs.device)
             return self.per_prefix_predictions(xs, ys, last)[-1][:, 0]
-        context = _outer(_tokens(xs[:, :-1], labels[:, :-1])).sum(dim=1) / max(xs.shape[1] - 1, 1)
-        return self._propagate(context, _tokens(xs[:, -1], torch.zeros_like(labels[:, -1])))[-1]
+        return self.query_predictor(xs[:, :-1], ys[:, :-1])(xs[:, -1:])[-1][:, 0]
+
+    def query_predictor(self, xs: torch.Tensor, ys: torch.Tensor) -> Callable[[torch.Tensor], list[torch.Tensor]]:
+        """Queries against the context's one moment matrix Γ (the Γ recursion); other variants replicate the context."""
+        if self.config.causal or self.config.nonlinear:
+            return super().query_predictor(xs, ys)
+        labels = self._labels(ys)
+        context = _outer(_tokens(xs, labels)).sum(dim=1) / max(xs.shape[1], 1)
+
+        def predict(queries: torch.Tensor) -> list[torch.Tensor]:
+            query_labels = labels.new_zeros(*queries.shape[:-1], self.target_dim)
+            return self._propagate(context[:, None], _tokens(queries, query_labels))
+
+        return predict
 
     def per_prefix_predictions(self, xs: torch.Tensor, ys: torch.Tensor,
                                positions: torch.Tensor | None = None, *,
