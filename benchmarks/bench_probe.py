@@ -45,8 +45,8 @@ def main() -> None:
     model = build_model("gpt", task.dim, task.points, size="standard").to(device=device, dtype=torch.float64).eval()
     prompt = next(eval_prompts(task, num_prompts=ours_prompts, batch_size=ours_prompts, seed=0, device=device))
     subset = Prompt(prompt.xs[:reference_prompts], prompt.ys[:reference_prompts])
-    behaviours(model.layer_predictions, Prompt(prompt.xs[:2], prompt.ys[:2]), True)  # warm-up
-    ours_time, ours = timed(lambda: behaviours(model.layer_predictions, prompt, True), device)
+    behaviours(model.query_predictor, Prompt(prompt.xs[:2], prompt.ys[:2]), True)  # warm-up
+    ours_time, ours = timed(lambda: behaviours(model.query_predictor, prompt, True), device)
     reference_time, reference = timed(lambda: reference_behaviours(model.layer_predictions, subset), device)
     difference = max(float((mine[:reference_prompts] - theirs).abs().max() / theirs.abs().max())
                      for fast, slow in zip(ours, reference)

@@ -1,7 +1,7 @@
 """The one contract shared by trained models and closed-form baselines."""
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Callable, Protocol, runtime_checkable
 
 import torch
 
@@ -25,3 +25,18 @@ def check_prompt_shapes(xs: torch.Tensor, ys: torch.Tensor) -> None:
     if ys.shape[:2] != xs.shape[:2] or ys.ndim not in (2, 3):
         raise ValueError(f"ys must have shape {tuple(xs.shape[:2])} or {tuple(xs.shape[:2])} + (k,) to match xs, "
                          f"got {tuple(ys.shape)}")
+
+
+def replicated_query_predictor(layered: Callable, xs: torch.Tensor,
+                               ys: torch.Tensor) -> Callable[[torch.Tensor], list[torch.Tensor]]:
+    """``query_predictor`` for any per-position predictor ``layered``: one prompt per query, the context then it."""
+
+    def predict(queries: torch.Tensor) -> list[torch.Tensor]:
+        batch, count = queries.shape[:2]
+        prompt_xs = torch.cat([xs[:, None].expand(batch, count, *xs.shape[1:]), queries[:, :, None]], dim=2)
+        label = ys.new_zeros(batch, count, 1, *ys.shape[2:])
+        prompt_ys = torch.cat([ys[:, None].expand(batch, count, *ys.shape[1:]), label], dim=2)
+        return [preds[:, -1].unflatten(0, (batch, count))
+                for preds in layered(prompt_xs.flatten(0, 1), prompt_ys.flatten(0, 1))]
+
+    return predict

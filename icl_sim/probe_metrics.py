@@ -6,19 +6,18 @@ sensitivity ∂ŷ/∂x_query (von Oswald et al. 2023) and the implicit linear we
 fits to its outputs on 2d probe queries that share the prompt's context (Akyürek et al. 2023).
 ``compare`` turns two behaviours into the four probe metrics (see ``icl_sim.probing``).
 
-All 1 + 2d queries of a prompt share its context: a model's ``layer_predictions`` are evaluated
-through its ``query_predictor`` (the context once, then every query), any other predictor on
-one copy of the prompt per query.
+All 1 + 2d queries of a prompt share its context: a predictor is given as its
+``query_predictor`` (context -> queries -> per-layer predictions), which models and linear
+baselines implement by processing the context once (``icl_sim.predictor`` has the
+one-prompt-per-query default).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from typing import Callable
 
 import torch
 
-from icl_sim.models.base import InContextModel, replicated_query_predictor
 from icl_sim.prompt import Prompt
 from icl_sim.theory.predictions.comparison_metrics import implicit_weights
 
@@ -39,9 +38,12 @@ class Behaviour:
 CHUNK_PROMPTS = 256
 
 
-def behaviours(layered: Callable, prompt: Prompt, scalar: bool) -> list[Behaviour]:
-    """Per layer: the final-query prediction, ∂ŷ/∂x_query and the implicit weights (scalar labels only)."""
-    parts = [_chunk_outputs(layered, Prompt(prompt.xs[start:start + CHUNK_PROMPTS],
+def behaviours(query_predictor: Callable, prompt: Prompt, scalar: bool) -> list[Behaviour]:
+    """Per layer: the final-query prediction, ∂ŷ/∂x_query and the implicit weights (scalar labels only).
+
+    ``query_predictor(context_xs, context_ys)`` returns queries (B, Q, d) -> per-layer predictions.
+    """
+    parts = [_chunk_outputs(query_predictor, Prompt(prompt.xs[start:start + CHUNK_PROMPTS],
                                             prompt.ys[start:start + CHUNK_PROMPTS]), scalar)
              for start in range(0, prompt.batch_size, CHUNK_PROMPTS)]
     return [Behaviour(*(None if pieces[0] is None else torch.cat(pieces)
@@ -58,10 +60,10 @@ def last_predictions(layered: Callable, prompt: Prompt) -> list[torch.Tensor]:
     return [torch.cat(pieces) for pieces in zip(*parts)]
 
 
-def _chunk_outputs(layered: Callable, prompt: Prompt, scalar: bool) -> list[Behaviour]:
+def _chunk_outputs(query_predictor: Callable, prompt: Prompt, scalar: bool) -> list[Behaviour]:
     """The final query and the 2d probe queries, each evaluated against the context of its prompt."""
     with torch.no_grad():  # only ∂ŷ/∂x_query is asked for, so a model's context pass needs no graph
-        predict = _query_predictor(layered)(prompt.xs[:, :-1], prompt.ys[:, :-1])
+        predict = query_predictor(prompt.xs[:, :-1], prompt.ys[:, :-1])
     query = prompt.xs[:, -1:].clone().requires_grad_(scalar)
     with torch.enable_grad():
         layers = [p[:, 0] for p in predict(query)]
@@ -70,14 +72,6 @@ def _chunk_outputs(layered: Callable, prompt: Prompt, scalar: bool) -> list[Beha
                          for p in layers]
     weights = _implicit_weights(predict, prompt) if scalar else [None] * len(layers)
     return [Behaviour(p.detach(), s, w) for p, s, w in zip(layers, sensitivities, weights)]
-
-
-def _query_predictor(layered: Callable) -> Callable:
-    """A model's own ``query_predictor`` when ``layered`` is its ``layer_predictions``; else one prompt per query."""
-    model = getattr(layered, "__self__", None)
-    if isinstance(model, InContextModel) and layered == model.layer_predictions:
-        return model.query_predictor
-    return partial(replicated_query_predictor, layered)
 
 
 def _implicit_weights(predict: Callable, prompt: Prompt) -> list[torch.Tensor]:

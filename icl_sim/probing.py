@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Sequence
 
 import torch
@@ -41,6 +42,7 @@ import torch
 from icl_sim.evaluation import eval_prompts
 from icl_sim.models import InContextModel
 from icl_sim.probe_metrics import HIGHER_IS_CLOSER, behaviours, compare, last, last_predictions
+from icl_sim.predictor import replicated_query_predictor
 from icl_sim.prompt import Prompt
 from icl_sim.theory import GD, GDPlusPlus, Newton, PowerMethod, PreconditionedGD, Ridge, optimal_preconditioner
 from icl_sim.theory.schedules import FAMILIES, tune_schedule
@@ -127,14 +129,15 @@ def probe(model: InContextModel, task, algorithm: str, *, steps: int | None = No
     layered = model.layer_predictions if readout == "direct" else _fitted_readouts(model, tuning)
     scalar = probes.target.ndim == 2
     model_tuning = last_predictions(layered, tuning)
-    model_outputs = behaviours(layered, probes, scalar)
+    query_predictor = model.query_predictor if readout == "direct" else partial(replicated_query_predictor, layered)
+    model_outputs = behaviours(query_predictor, probes, scalar)
     if schedule == "shared":
         parameters, runs = ALGORITHMS[algorithm].fitted_run(steps or DEFAULT_STEPS, tuning, model_tuning)
     else:
         parameters, runs = _tuned_run(algorithm, steps or len(model_tuning), tuning, model_tuning)
     records = []
     for step, predictor in enumerate(runs, start=1):
-        (algorithm_output,) = behaviours(lambda xs, ys: [predictor.predict(xs, ys)], probes, scalar)
+        (algorithm_output,) = behaviours(predictor.query_predictor, probes, scalar)
         for layer, layer_output in enumerate(model_outputs, start=1):
             for metric, value in compare(layer_output, algorithm_output, last(probes.target)).items():
                 records.append({"layer": layer, "algorithm": algorithm, "step": step, "metric": metric,

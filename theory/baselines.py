@@ -9,9 +9,11 @@ of any float dtype on any device give float64 predictions (B, N) on the device o
 from __future__ import annotations
 
 import abc
+from typing import Callable
 
 import torch
 
+from icl_sim.predictor import replicated_query_predictor
 from icl_sim.validation import check_float, check_int
 
 from .prefix import (as_float64, context_mask, label_moments, least_squares_statistics, masked_designs,
@@ -30,6 +32,14 @@ class Baseline(abc.ABC):
     @abc.abstractmethod
     def _predict(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """Predictions (B, N) from float64 inputs."""
+
+    def query_predictor(self, xs: torch.Tensor, ys: torch.Tensor) -> Callable[[torch.Tensor], list[torch.Tensor]]:
+        """The baseline with its context (xs, ys) fixed: queries (B, Q, d) -> [predictions (B, Q[, k])].
+
+        The same contract as a model's ``query_predictor`` (one "layer"); by default every query
+        gets its own copy of the context.
+        """
+        return replicated_query_predictor(lambda prompt_xs, prompt_ys: [self.predict(prompt_xs, prompt_ys)], xs, ys)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{name}={value!r}" for name, value in vars(self).items())
@@ -68,6 +78,13 @@ class LinearBaseline(Baseline):
 
     def _predict(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         return (xs * self._weights(xs, ys)).sum(dim=-1)
+
+    def query_predictor(self, xs: torch.Tensor, ys: torch.Tensor) -> Callable[[torch.Tensor], list[torch.Tensor]]:
+        """The context's weights w, fitted once; a query x predicts xᵀw."""
+        xs, ys = as_float64(xs, ys)
+        query_slot = (xs.new_zeros(xs.shape[0], 1, xs.shape[-1]), ys.new_zeros(ys.shape[0], 1))
+        weights = self._weights(torch.cat([xs, query_slot[0]], dim=1), torch.cat([ys, query_slot[1]], dim=1))[:, -1]
+        return lambda queries: [(queries.to(weights) * weights[:, None]).sum(dim=-1)]
 
 
 class Zero(Baseline):

@@ -7,6 +7,8 @@ from typing import Callable
 import torch
 from torch import nn
 
+from icl_sim.predictor import replicated_query_predictor
+
 
 class InContextModel(nn.Module, abc.ABC):
     """A network mapping a prompt (xs (B, N, d), ys (B, N)) to predictions (B, N).
@@ -68,18 +70,3 @@ class InContextModel(nn.Module, abc.ABC):
         finally:
             self.train(was_training)
         return preds.to(device=xs.device, dtype=xs.dtype)
-
-
-def replicated_query_predictor(layered: Callable, xs: torch.Tensor,
-                               ys: torch.Tensor) -> Callable[[torch.Tensor], list[torch.Tensor]]:
-    """``query_predictor`` for any per-position predictor ``layered``: one prompt per query, the context then it."""
-
-    def predict(queries: torch.Tensor) -> list[torch.Tensor]:
-        batch, count = queries.shape[:2]
-        prompt_xs = torch.cat([xs[:, None].expand(batch, count, *xs.shape[1:]), queries[:, :, None]], dim=2)
-        label = ys.new_zeros(batch, count, 1, *ys.shape[2:])
-        prompt_ys = torch.cat([ys[:, None].expand(batch, count, *ys.shape[1:]), label], dim=2)
-        return [preds[:, -1].unflatten(0, (batch, count))
-                for preds in layered(prompt_xs.flatten(0, 1), prompt_ys.flatten(0, 1))]
-
-    return predict
