@@ -43,21 +43,24 @@ def behaviours(query_predictor: Callable, prompt: Prompt, scalar: bool) -> list[
 
     ``query_predictor(context_xs, context_ys)`` returns queries (B, Q, d) -> per-layer predictions.
     """
-    parts = [_chunk_outputs(query_predictor, Prompt(prompt.xs[start:start + CHUNK_PROMPTS],
-                                            prompt.ys[start:start + CHUNK_PROMPTS]), scalar)
-             for start in range(0, prompt.batch_size, CHUNK_PROMPTS)]
+    parts = [_chunk_outputs(query_predictor, Prompt(prompt.xs[start:end], prompt.ys[start:end]), scalar)
+             for start, end in _chunks(prompt.batch_size)]
     return [Behaviour(*(None if pieces[0] is None else torch.cat(pieces)
                       for pieces in zip(*((o.prediction, o.sensitivity, o.weights) for o in layer))))
             for layer in zip(*parts)]
 
 
-def last_predictions(layered: Callable, prompt: Prompt) -> list[torch.Tensor]:
+def last_predictions(query_predictor: Callable, prompt: Prompt) -> list[torch.Tensor]:
     """Each layer's final-query predictions, without gradients, chunk by chunk."""
     with torch.no_grad():
-        parts = [[last(preds) for preds in layered(prompt.xs[start:start + CHUNK_PROMPTS],
-                                                     prompt.ys[start:start + CHUNK_PROMPTS])]
-                 for start in range(0, prompt.batch_size, CHUNK_PROMPTS)]
+        parts = [[preds[:, 0] for preds in query_predictor(prompt.xs[start:end, :-1], prompt.ys[start:end, :-1])(
+                     prompt.xs[start:end, -1:])]
+                 for start, end in _chunks(prompt.batch_size)]
     return [torch.cat(pieces) for pieces in zip(*parts)]
+
+
+def _chunks(batch: int) -> list[tuple[int, int]]:
+    return [(start, min(start + CHUNK_PROMPTS, batch)) for start in range(0, batch, CHUNK_PROMPTS)]
 
 
 def _chunk_outputs(query_predictor: Callable, prompt: Prompt, scalar: bool) -> list[Behaviour]:

@@ -126,10 +126,12 @@ def probe(model: InContextModel, task, algorithm: str, *, steps: int | None = No
         check_int("steps", steps, 1)
     tuning, probes = probe_prompts(task, num_prompts, seed, device)
     model = copy.deepcopy(model).to(device=device, dtype=torch.float64).eval()
-    layered = model.layer_predictions if readout == "direct" else _fitted_readouts(model, tuning)
     scalar = probes.target.ndim == 2
-    model_tuning = last_predictions(layered, tuning)
-    query_predictor = model.query_predictor if readout == "direct" else partial(replicated_query_predictor, layered)
+    if readout == "direct":
+        query_predictor = model.query_predictor
+    else:
+        query_predictor = partial(replicated_query_predictor, _fitted_readouts(model, tuning))
+    model_tuning = last_predictions(query_predictor, tuning)
     model_outputs = behaviours(query_predictor, probes, scalar)
     if schedule == "shared":
         parameters, runs = ALGORITHMS[algorithm].fitted_run(steps or DEFAULT_STEPS, tuning, model_tuning)
@@ -197,8 +199,7 @@ def _closest_run(members: list[list], tuning: Prompt, model_tuning: list[torch.T
     layers = torch.stack(model_tuning)  # (L, B, ...)
 
     def mismatch(run: list) -> float:
-        steps = torch.stack([last_predictions(lambda xs, ys: [member.predict(xs, ys)], tuning)[0]
-                             for member in run])  # (K, B, ...)
+        steps = torch.stack([last_predictions(member.query_predictor, tuning)[0] for member in run])  # (K, B, ...)
         differences = (layers[:, None] - steps[None]).square().flatten(2).mean(dim=-1)  # (L, K)
         return float(differences.min(dim=1).values.sum())
 

@@ -14,8 +14,8 @@ import torch
 
 from icl_sim.validation import check_float, check_int
 
-from .baselines import LinearBaseline, PointsOnlyBaseline
-from .prefix import least_squares_statistics, outer_products, prefix_mean, prefix_sum
+from .baselines import LinearBaseline, PointsOnlyBaseline, StatisticsBaseline
+from .prefix import outer_products, prefix_mean, prefix_sum
 
 
 def _matvec(matrix: torch.Tensor, vector: torch.Tensor) -> torch.Tensor:
@@ -38,7 +38,7 @@ def _check_dim(name: str, value: torch.Tensor, d: int) -> None:
         raise ValueError(f"{name} has last dimension {value.shape[-1]}, but xs has d = {d}")
 
 
-class PreconditionedGD(LinearBaseline):
+class PreconditionedGD(StatisticsBaseline):
     """``steps`` steps of w ← w − lr·P·(G_i w − b_i)/i from w = 0, per prefix.
 
     One step gives (lr/i)·P·Σ_{j<i} y_j x_j: the same convention as ``GD``, which is the case
@@ -55,13 +55,13 @@ class PreconditionedGD(LinearBaseline):
             raise ValueError(f"preconditioner must be square (d, d), got {tuple(preconditioner.shape)}")
         self.steps, self.lr, self.preconditioner = steps, lr, preconditioner
 
-    def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        _check_dim("preconditioner", self.preconditioner, xs.shape[-1])
-        step = self.lr * self.preconditioner.to(xs.device)
-        return preconditioned_descent(*least_squares_statistics(xs, ys), [step] * self.steps)
+    def _from_statistics(self, gram: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
+        _check_dim("preconditioner", self.preconditioner, gram.shape[-1])
+        step = self.lr * self.preconditioner.to(gram.device)
+        return preconditioned_descent(gram, moment, [step] * self.steps)
 
 
-class PreconditionedGDSchedule(LinearBaseline):
+class PreconditionedGDSchedule(StatisticsBaseline):
     """Preconditioned GD with a matrix of its own per step: w ← w − A_t (Ĝ_i w − b̂_i) from w = 0.
 
     Ahn et al. (2023, Thm. 3) find that layer t of a trained multi-layer LSA is such a step,
@@ -75,9 +75,9 @@ class PreconditionedGDSchedule(LinearBaseline):
             raise ValueError(f"preconditioners must be (K, d, d), got {tuple(preconditioners.shape)}")
         self.preconditioners = preconditioners
 
-    def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        _check_dim("preconditioners", self.preconditioners, xs.shape[-1])
-        return preconditioned_descent(*least_squares_statistics(xs, ys), self.preconditioners.to(xs.device))
+    def _from_statistics(self, gram: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
+        _check_dim("preconditioners", self.preconditioners, gram.shape[-1])
+        return preconditioned_descent(gram, moment, self.preconditioners.to(gram.device))
 
 
 def preconditioned_descent(gram: torch.Tensor, moment: torch.Tensor, preconditioners) -> torch.Tensor:
@@ -88,7 +88,7 @@ def preconditioned_descent(gram: torch.Tensor, moment: torch.Tensor, preconditio
     return w
 
 
-class GDPlusPlus(LinearBaseline):
+class GDPlusPlus(StatisticsBaseline):
     """GD++ (von Oswald et al. 2023, arXiv 2212.07677, Sec. 4): GD steps on inputs that are
     themselves transformed, step by step, by x ← (I − γ Ĝ) x.
 
@@ -120,11 +120,11 @@ class GDPlusPlus(LinearBaseline):
         check_float("gamma", gamma)
         self.steps, self.lr, self.gamma = steps, lr, gamma
 
-    def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        return gd_plus_plus(*least_squares_statistics(xs, ys), [self.lr] * self.steps, [self.gamma] * self.steps)
+    def _from_statistics(self, gram: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
+        return gd_plus_plus(gram, moment, [self.lr] * self.steps, [self.gamma] * self.steps)
 
 
-class GDPlusPlusSchedule(LinearBaseline):
+class GDPlusPlusSchedule(StatisticsBaseline):
     """GD++ with its own step size η_t and curvature correction γ_t per step (see ``GDPlusPlus``).
 
     von Oswald et al. (2023, Sec. 4) compare a K-layer trained transformer with K steps of GD++
@@ -142,8 +142,8 @@ class GDPlusPlusSchedule(LinearBaseline):
                 check_float(f"{name}[{index}]", value)
         self.step_sizes, self.corrections = step_sizes, corrections
 
-    def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        return gd_plus_plus(*least_squares_statistics(xs, ys), self.step_sizes, self.corrections)
+    def _from_statistics(self, gram: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
+        return gd_plus_plus(gram, moment, self.step_sizes, self.corrections)
 
 
 def gd_plus_plus(gram: torch.Tensor, moment: torch.Tensor, step_sizes, corrections) -> torch.Tensor:
@@ -160,7 +160,7 @@ def gd_plus_plus(gram: torch.Tensor, moment: torch.Tensor, step_sizes, correctio
     return w
 
 
-class Newton(LinearBaseline):
+class Newton(StatisticsBaseline):
     """Iterative Newton (Newton–Schulz) for the pseudo-inverse of S_i = G_i, then w_k = M_k b_i.
 
     Fu et al. 2023 ("Transformers learn higher-order optimization methods for in-context
@@ -183,8 +183,7 @@ class Newton(LinearBaseline):
         check_float("scale", scale, 0.0, strict=True, maximum=2.0)
         self.steps, self.scale = steps, scale
 
-    def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        gram, moment = least_squares_statistics(xs, ys)
+    def _from_statistics(self, gram: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
         norm = torch.linalg.matrix_norm(gram @ gram.mT)  # Frobenius
         alpha = torch.where(norm > 0, self.scale / torch.where(norm > 0, norm, 1.0), 0.0)
         m = alpha[..., None, None] * gram

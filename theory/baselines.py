@@ -16,8 +16,8 @@ import torch
 from icl_sim.predictor import replicated_query_predictor
 from icl_sim.validation import check_float, check_int
 
-from .prefix import (as_float64, context_mask, label_moments, least_squares_statistics, masked_designs,
-                     outer_products, prefix_counts, prefix_mean, prefix_sum)
+from .prefix import (as_float64, context_mask, context_statistics, label_moments, least_squares_statistics,
+                     masked_designs, outer_products, prefix_counts, prefix_mean, prefix_sum)
 
 #: OLS splits the batch so that its (B, N, N, d) masked designs stay under this many bytes.
 CHUNK_BYTES = 2 ** 28
@@ -81,10 +81,32 @@ class LinearBaseline(Baseline):
 
     def query_predictor(self, xs: torch.Tensor, ys: torch.Tensor) -> Callable[[torch.Tensor], list[torch.Tensor]]:
         """The context's weights w, fitted once; a query x predicts xᵀw."""
-        xs, ys = as_float64(xs, ys)
-        query_slot = (xs.new_zeros(xs.shape[0], 1, xs.shape[-1]), ys.new_zeros(ys.shape[0], 1))
-        weights = self._weights(torch.cat([xs, query_slot[0]], dim=1), torch.cat([ys, query_slot[1]], dim=1))[:, -1]
+        weights = self._context_weights(*as_float64(xs, ys))
         return lambda queries: [(queries.to(weights) * weights[:, None]).sum(dim=-1)]
+
+    def _context_weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        """Weights (B, d) fitted to the whole context: those of a query placed after it."""
+        query_slot = (xs.new_zeros(xs.shape[0], 1, xs.shape[-1]), ys.new_zeros(ys.shape[0], 1))
+        return self._weights(torch.cat([xs, query_slot[0]], dim=1), torch.cat([ys, query_slot[1]], dim=1))[:, -1]
+
+
+class StatisticsBaseline(LinearBaseline):
+    """A linear baseline whose weights depend on the context through Ĝ and b̂ alone: the GD family.
+
+    ``_from_statistics(gram, moment)`` maps Ĝ (..., d, d), b̂ (..., d) to w (..., d); applied to
+    every prefix at once (``least_squares_statistics``) or to one whole context
+    (``context_statistics``), which is all a query predictor needs.
+    """
+
+    @abc.abstractmethod
+    def _from_statistics(self, gram: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
+        """Weights from the least-squares statistics, for any leading batch shape."""
+
+    def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        return self._from_statistics(*least_squares_statistics(xs, ys))
+
+    def _context_weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        return self._from_statistics(*context_statistics(xs, ys))
 
 
 class Zero(Baseline):
@@ -101,7 +123,7 @@ class Averaging(LinearBaseline):
         return prefix_mean(label_moments(xs, ys))
 
 
-class GD(LinearBaseline):
+class GD(StatisticsBaseline):
     """``steps`` GD steps from w = 0 on (1/2i) Σ_{j<i} (wᵀx_j − y_j)², as linear attention does.
 
     The step is w ← w − lr·(G_i w − b_i)/i (von Oswald et al. 2023, arXiv 2212.07677, Prop. 1:
@@ -115,8 +137,8 @@ class GD(LinearBaseline):
         check_float("lr", lr)
         self.steps, self.lr = steps, lr
 
-    def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        return gradient_descent(*least_squares_statistics(xs, ys), [self.lr] * self.steps)
+    def _from_statistics(self, gram: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
+        return gradient_descent(gram, moment, [self.lr] * self.steps)
 
     def closed_form_weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """w_k = (I − (I − lr Ĝ_i)^k) Ĝ_i⁺ b̂_i with Ĝ_i = G_i/i, b̂_i = b_i/i, (B, N, d) float64.
@@ -141,7 +163,7 @@ class GD(LinearBaseline):
         return (vecs @ coeffs[..., None]).squeeze(-1)
 
 
-class GDSchedule(LinearBaseline):
+class GDSchedule(StatisticsBaseline):
     """GD from w = 0 with its own step size per step, η_1, …, η_k, on the same loss as ``GD``.
 
     Ahn et al. (2023) find that each layer of a trained multi-layer LSA takes a step of its
@@ -154,8 +176,8 @@ class GDSchedule(LinearBaseline):
             check_float(f"step_sizes[{index}]", size)
         self.step_sizes = step_sizes
 
-    def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        return gradient_descent(*least_squares_statistics(xs, ys), self.step_sizes)
+    def _from_statistics(self, gram: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
+        return gradient_descent(gram, moment, self.step_sizes)
 
 
 def gradient_descent(gram: torch.Tensor, moment: torch.Tensor, step_sizes) -> torch.Tensor:

@@ -53,6 +53,15 @@ def least_squares_statistics(xs: torch.Tensor, ys: torch.Tensor) -> tuple[torch.
     return prefix_mean(outer_products(xs)), prefix_mean(label_moments(xs, ys))
 
 
+def context_statistics(xs: torch.Tensor, ys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Ĝ = (1/n) Σ_j x_j x_jᵀ (B, d, d) and b̂ = (1/n) Σ_j y_j x_j (B, d) over all n points given (0 if n = 0).
+
+    The statistics of one whole context: ``least_squares_statistics`` at a query placed after it.
+    """
+    count = max(xs.shape[1], 1)
+    return xs.mT @ xs / count, (xs.mT @ ys[..., None]).squeeze(-1) / count
+
+
 def context_mask(xs: torch.Tensor) -> torch.Tensor:
     """mask[i, j] = (j < i): whether point j is context for position i, (N, N) bool."""
     n = xs.shape[1]
