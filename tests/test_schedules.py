@@ -101,3 +101,12 @@ def test_bad_arguments_name_the_parameter(family, steps, name):
     xs, ys = gaussian_prompts(4, 5, torch.eye(2, dtype=torch.float64))
     with pytest.raises(ValueError, match=name):
         tune_schedule(family, xs, ys, steps)
+
+
+def test_longer_schedules_are_never_worse():
+    """The K-step tuning also starts from the best (K − 1)-step schedule plus a null step, so the best risk
+    cannot rise with K, even where long GD++ runs overflow (noise-free d = 8, N = 17: GD++ nearly solves it)."""
+    xs, ys = gaussian_prompts(200, 17, torch.eye(8, dtype=torch.float64), seed=4)
+    shorter, longer = (tune_schedule("gd-plus-plus", xs, ys, steps)[0] for steps in (3, 6))
+    assert np.isfinite(longer.risk) and longer.risk <= shorter.risk
+    assert len(longer.run()) == 6 and longer.parameters["step_sizes"].shape == (6,)

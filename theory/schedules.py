@@ -25,7 +25,7 @@ from icl_sim.validation import check_choice, check_int
 
 from .algorithms import GDPlusPlusSchedule, PreconditionedGDSchedule, gd_plus_plus, preconditioned_descent
 from .baselines import GDSchedule, LinearBaseline, gradient_descent
-from .prefix import as_float64, least_squares_statistics
+from .prefix import as_float64, context_statistics
 
 #: starting schedules, in units of the inverse mean largest eigenvalue of Ĝ at the final query
 STARTS = {"increasing": (0.2, 1.0), "decreasing": (1.0, 0.2), "constant": (0.5, 0.5)}
@@ -35,7 +35,8 @@ STARTS = {"increasing": (0.2, 1.0), "decreasing": (1.0, 0.2), "constant": (0.5, 
 class ScheduleFamily:
     """A K-step algorithm whose per-step parameters are tensors with a leading step dimension.
 
-    ``iterate(gram, moment, **parameters)`` gives the weights after the last step, differentiably;
+    ``iterate(prepare(gram), moment, **parameters)`` gives the weights after the last step,
+    differentiably (``prepare``: what the iteration needs of Ĝ, computed once per tuning);
     ``build(**parameters)`` the baseline; ``start(step_sizes, dim)`` the parameters of a start
     from plain-GD step sizes (K,).
     """
@@ -43,6 +44,7 @@ class ScheduleFamily:
     iterate: Callable[..., torch.Tensor]
     build: Callable[..., LinearBaseline]
     start: Callable[[torch.Tensor, int], dict[str, torch.Tensor]]
+    prepare: Callable[[torch.Tensor], object] = lambda gram: gram
 
 
 def _as_floats(values: torch.Tensor) -> list[float]:
@@ -59,9 +61,11 @@ FAMILIES = {
         build=lambda preconditioners: PreconditionedGDSchedule(preconditioners),
         start=lambda sizes, dim: {"preconditioners": sizes[:, None, None] * torch.eye(dim, dtype=sizes.dtype)}),
     "gd-plus-plus": ScheduleFamily(
-        iterate=lambda gram, moment, step_sizes, corrections: gd_plus_plus(gram, moment, step_sizes, corrections),
+        iterate=lambda spectrum, moment, step_sizes, corrections: gd_plus_plus(spectrum, moment, step_sizes,
+                                                                               corrections),
         build=lambda step_sizes, corrections: GDPlusPlusSchedule(_as_floats(step_sizes), _as_floats(corrections)),
-        start=lambda sizes, dim: {"step_sizes": sizes, "corrections": torch.zeros_like(sizes)}),
+        start=lambda sizes, dim: {"step_sizes": sizes, "corrections": torch.zeros_like(sizes)},
+        prepare=torch.linalg.eigh),
 }
 
 
@@ -99,39 +103,67 @@ def tune_schedule(family: str, xs: torch.Tensor, ys: torch.Tensor, steps: int) -
     """Every start's risk-minimising K-step schedule for predicting ys[:, -1] from the rest, best first.
 
     The risk is the mean of (x_queryᵀ w_K − y_query)² over the prompts, w_K from the context
-    points j < N − 1 alone.
+    points j < N − 1 alone.  Besides the ``STARTS``, a K-step tuning also starts from the best
+    (K − 1)-step schedule followed by a null step (η = 0, A = 0), so the best risk never rises
+    with K.
     """
     check_choice("family", family, FAMILIES)
     check_int("steps", steps, 1)
     xs, ys = as_float64(xs, ys)
-    gram, moment = (statistic[:, -1] for statistic in least_squares_statistics(xs, ys))
-    query, target = xs[:, -1], ys[:, -1]
-    unit = 1.0 / torch.linalg.eigvalsh(gram)[:, -1].mean().clamp(min=1e-12)
-    tuned = []
-    for name, (first, last) in STARTS.items():
-        sizes = unit * torch.linspace(first, last, steps, dtype=torch.float64, device=xs.device)
-        start = FAMILIES[family].start(sizes, xs.shape[-1])
-        parameters, losses = _minimise(FAMILIES[family].iterate, gram, moment, query, target, start)
-        tuned.append(TunedSchedule(family, parameters, losses, name))
-    return sorted(tuned, key=lambda schedule: schedule.risk)
+    gram, moment = context_statistics(xs[:, :-1], ys[:, :-1])
+    problem = _Problem(FAMILIES[family], FAMILIES[family].prepare(gram), moment, xs[:, -1], ys[:, -1],
+                       unit=1.0 / torch.linalg.eigvalsh(gram)[:, -1].mean().clamp(min=1e-12))
+    tuned: list[TunedSchedule] = []
+    for length in range(1, steps + 1):
+        starts = {name: problem.start(first, last, length) for name, (first, last) in STARTS.items()}
+        if tuned:
+            starts["extended"] = {name: torch.cat([value, torch.zeros_like(value[:1])])
+                                  for name, value in tuned[0].parameters.items()}
+        tuned = sorted((TunedSchedule(family, *problem.minimise(start), name) for name, start in starts.items()),
+                       key=lambda schedule: schedule.risk)
+    return tuned
 
 
-def _minimise(iterate: Callable, gram, moment, query, target, start: dict) -> tuple[dict, torch.Tensor]:
-    """L-BFGS from ``start`` on the mean squared error; the optimum and its per-prompt squared errors."""
-    parameters = {name: value.clone().requires_grad_(True) for name, value in start.items()}
-    optimiser = torch.optim.LBFGS(list(parameters.values()), max_iter=500, tolerance_grad=1e-12,
-                                  tolerance_change=1e-15, history_size=50, line_search_fn="strong_wolfe")
+@dataclass(frozen=True)
+class _Problem:
+    """One tuning problem: the family, Ĝ as the iteration needs it, b̂, the queries and their labels."""
 
-    def losses() -> torch.Tensor:
-        return ((query * iterate(gram, moment, **parameters)).sum(-1) - target).square()
+    family: ScheduleFamily
+    prepared: object
+    moment: torch.Tensor
+    query: torch.Tensor
+    target: torch.Tensor
+    unit: torch.Tensor
 
-    def risk() -> torch.Tensor:
-        optimiser.zero_grad()
-        value = losses().mean()
-        value.backward()
-        return value
+    def start(self, first: float, last: float, steps: int) -> dict[str, torch.Tensor]:
+        sizes = self.unit * torch.linspace(first, last, steps, dtype=torch.float64, device=self.moment.device)
+        return self.family.start(sizes, self.moment.shape[-1])
 
-    with torch.enable_grad():
-        optimiser.step(risk)
-    with torch.no_grad():
-        return {name: value.detach() for name, value in parameters.items()}, losses()
+    def losses(self, parameters: dict[str, torch.Tensor]) -> torch.Tensor:
+        weights = self.family.iterate(self.prepared, self.moment, **parameters)
+        return ((self.query * weights).sum(-1) - self.target).square()
+
+    def minimise(self, start: dict[str, torch.Tensor]) -> tuple[dict, torch.Tensor]:
+        """L-BFGS from ``start``; the best finite point seen and its per-prompt squared errors.
+
+        Long GD++ runs can overflow (t ← t − γλt³ diverges once γλt² > 2) where a line search
+        probes too far, and L-BFGS does not recover from a non-finite loss, so the best finite
+        point is kept.
+        """
+        parameters = {name: value.clone().requires_grad_(True) for name, value in start.items()}
+        optimiser = torch.optim.LBFGS(list(parameters.values()), max_iter=500, tolerance_grad=1e-12,
+                                      tolerance_change=1e-15, history_size=50, line_search_fn="strong_wolfe")
+        best = {"risk": float("inf"), "parameters": {name: value.clone() for name, value in start.items()}}
+
+        def risk() -> torch.Tensor:
+            optimiser.zero_grad()
+            value = self.losses(parameters).mean()
+            if torch.isfinite(value) and value.item() < best["risk"]:
+                best.update(risk=value.item(), parameters={name: p.detach().clone() for name, p in parameters.items()})
+            value.backward()
+            return value
+
+        with torch.enable_grad():
+            optimiser.step(risk)
+        with torch.no_grad():
+            return best["parameters"], self.losses(best["parameters"])
