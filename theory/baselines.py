@@ -138,7 +138,7 @@ class GD(StatisticsBaseline):
         self.steps, self.lr = steps, lr
 
     def _from_statistics(self, gram: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
-        return gradient_descent(gram, moment, [self.lr] * self.steps)
+        return gradient_descent(torch.linalg.eigh(gram), moment, [self.lr] * self.steps)
 
     def closed_form_weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """w_k = (I − (I − lr Ĝ_i)^k) Ĝ_i⁺ b̂_i with Ĝ_i = G_i/i, b̂_i = b_i/i, (B, N, d) float64.
@@ -177,18 +177,22 @@ class GDSchedule(StatisticsBaseline):
         self.step_sizes = step_sizes
 
     def _from_statistics(self, gram: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
-        return gradient_descent(gram, moment, self.step_sizes)
+        return gradient_descent(torch.linalg.eigh(gram), moment, self.step_sizes)
 
 
-def gradient_descent(gram: torch.Tensor, moment: torch.Tensor, step_sizes) -> torch.Tensor:
-    """w ← w − η_t (Ĝ w − b̂) from w = 0, each step size in turn: Ĝ (..., d, d), b̂ (..., d) → w (..., d).
+def gradient_descent(spectrum: tuple[torch.Tensor, torch.Tensor], moment: torch.Tensor, step_sizes) -> torch.Tensor:
+    """w ← w − η_t (Ĝ w − b̂) from w = 0, each step size in turn, from Ĝ's ``torch.linalg.eigh``.
 
+    In Ĝ's eigenbasis (eigenvalues λ) every step acts entry by entry, w̃ ← w̃ − η_t (λ w̃ − b̃):
+    O(d) per step.  Shapes: λ (..., d), vectors (..., d, d), b̂ (..., d) → w (..., d).
     Differentiable in the step sizes (floats or 0-d tensors), which is how schedules are tuned.
     """
-    w = torch.zeros_like(moment)
+    eigenvalues, vectors = spectrum
+    rotated = (vectors.mT @ moment[..., None]).squeeze(-1)
+    w = torch.zeros_like(rotated)
     for size in step_sizes:
-        w = w - size * ((gram @ w[..., None]).squeeze(-1) - moment)
-    return w
+        w = w - size * (eigenvalues * w - rotated)
+    return (vectors @ w[..., None]).squeeze(-1)
 
 
 class Ridge(LinearBaseline):

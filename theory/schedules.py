@@ -55,9 +55,10 @@ def _as_floats(values: torch.Tensor) -> list[float]:
 
 FAMILIES = {
     "gd": ScheduleFamily(
-        iterate=lambda gram, moment, step_sizes: gradient_descent(gram, moment, step_sizes),
+        iterate=lambda spectrum, moment, step_sizes: gradient_descent(spectrum, moment, step_sizes),
         build=lambda step_sizes: GDSchedule(_as_floats(step_sizes)),
-        start=lambda sizes, dim: {"step_sizes": sizes}),
+        start=lambda sizes, dim: {"step_sizes": sizes},
+        prepare=torch.linalg.eigh),
     "preconditioned-gd": ScheduleFamily(
         iterate=lambda gram, moment, preconditioners: preconditioned_descent(gram, moment, preconditioners),
         build=lambda preconditioners: PreconditionedGDSchedule(preconditioners),
