@@ -14,7 +14,7 @@ import torch
 
 from icl_sim.validation import check_float, check_int
 
-from .baselines import LinearBaseline, PointsOnlyBaseline, StatisticsBaseline
+from .baselines import LinearBaseline, PointsOnlyBaseline, StatisticsBaseline, in_eigenbasis
 from .prefix import outer_products, prefix_mean, prefix_sum
 
 
@@ -121,7 +121,7 @@ class GDPlusPlus(StatisticsBaseline):
         self.steps, self.lr, self.gamma = steps, lr, gamma
 
     def _from_statistics(self, gram: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
-        return gd_plus_plus(torch.linalg.eigh(gram), moment, [self.lr] * self.steps, [self.gamma] * self.steps)
+        return gd_plus_plus(gram, moment, [self.lr] * self.steps, [self.gamma] * self.steps)
 
 
 class GDPlusPlusSchedule(StatisticsBaseline):
@@ -143,26 +143,26 @@ class GDPlusPlusSchedule(StatisticsBaseline):
         self.step_sizes, self.corrections = step_sizes, corrections
 
     def _from_statistics(self, gram: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
-        return gd_plus_plus(torch.linalg.eigh(gram), moment, self.step_sizes, self.corrections)
+        return gd_plus_plus(gram, moment, self.step_sizes, self.corrections)
 
 
-def gd_plus_plus(spectrum: tuple[torch.Tensor, torch.Tensor], moment: torch.Tensor, step_sizes,
-                 corrections) -> torch.Tensor:
-    """GD++'s weights after one step per (η_t, γ_t), from Ĝ's eigendecomposition ``torch.linalg.eigh(Ĝ)``.
+def gd_plus_plus(gram: torch.Tensor, moment: torch.Tensor, step_sizes, corrections) -> torch.Tensor:
+    """GD++'s weights after one step per (η_t, γ_t): Ĝ (..., d, d), b̂ (..., d) → w (..., d).
 
     w ← w + η_t T² (b̂ − Ĝ w), then T ← T − γ_t T Ĝ T², from w = 0, T = I (see ``GDPlusPlus``).
-    T stays a polynomial in Ĝ, so in Ĝ's eigenbasis (eigenvalues λ) both updates act entry by
-    entry, t ← t − γ_t λ t³: O(d) per step after one O(d³) decomposition.  Shapes: λ (..., d),
-    vectors (..., d, d), b̂ (..., d) → w (..., d).
     """
-    eigenvalues, vectors = spectrum
-    rotated = _matvec(vectors.mT, moment)
-    w, transform = torch.zeros_like(rotated), torch.ones_like(eigenvalues)
+    return in_eigenbasis(gd_plus_plus_spectral, gram, moment, step_sizes, corrections)
+
+
+def gd_plus_plus_spectral(eigenvalues: torch.Tensor, moment: torch.Tensor, step_sizes, corrections) -> torch.Tensor:
+    """``gd_plus_plus`` in Ĝ's eigenbasis: T stays a polynomial in Ĝ, so both updates act entry by entry,
+    w̃ ← w̃ + η_t t² (b̃ − λ w̃) and t ← t − γ_t λ t³."""
+    w, transform = torch.zeros_like(moment), torch.ones_like(eigenvalues)
     for size, correction in zip(step_sizes, corrections):
         square = transform * transform
-        w = w + size * square * (rotated - eigenvalues * w)
+        w = w + size * square * (moment - eigenvalues * w)
         transform = transform - correction * transform * eigenvalues * square
-    return _matvec(vectors, w)
+    return w
 
 
 class Newton(StatisticsBaseline):

@@ -23,8 +23,8 @@ import torch
 
 from icl_sim.validation import check_choice, check_int
 
-from .algorithms import GDPlusPlusSchedule, PreconditionedGDSchedule, gd_plus_plus, preconditioned_descent
-from .baselines import GDSchedule, LinearBaseline, gradient_descent
+from .algorithms import GDPlusPlusSchedule, PreconditionedGDSchedule, gd_plus_plus_spectral, preconditioned_descent
+from .baselines import GDSchedule, LinearBaseline, gradient_descent_spectral
 from .prefix import as_float64, context_statistics
 
 #: starting schedules, in units of the inverse mean largest eigenvalue of Ĝ at the final query
@@ -37,16 +37,16 @@ MAX_ITERATIONS = 200
 class ScheduleFamily:
     """A K-step algorithm whose per-step parameters are tensors with a leading step dimension.
 
-    ``iterate(prepare(gram), moment, **parameters)`` gives the weights after the last step,
-    differentiably (``prepare``: what the iteration needs of Ĝ, computed once per tuning);
-    ``build(**parameters)`` the baseline; ``start(step_sizes, dim)`` the parameters of a start
-    from plain-GD step sizes (K,).
+    ``iterate(gram, moment, **parameters)`` gives the weights after the last step,
+    differentiably; for a ``spectral`` family it runs in Ĝ's eigenbasis, on (λ, Vᵀb̂), and the
+    tuner rotates the queries instead of every iterate.  ``build(**parameters)`` gives the
+    baseline, ``start(step_sizes, dim)`` the parameters of a start from plain-GD step sizes (K,).
     """
 
     iterate: Callable[..., torch.Tensor]
     build: Callable[..., LinearBaseline]
     start: Callable[[torch.Tensor, int], dict[str, torch.Tensor]]
-    prepare: Callable[[torch.Tensor], object] = lambda gram: gram
+    spectral: bool = False
 
 
 def _as_floats(values: torch.Tensor) -> list[float]:
@@ -55,20 +55,20 @@ def _as_floats(values: torch.Tensor) -> list[float]:
 
 FAMILIES = {
     "gd": ScheduleFamily(
-        iterate=lambda spectrum, moment, step_sizes: gradient_descent(spectrum, moment, step_sizes),
+        iterate=lambda eigenvalues, moment, step_sizes: gradient_descent_spectral(eigenvalues, moment, step_sizes),
         build=lambda step_sizes: GDSchedule(_as_floats(step_sizes)),
         start=lambda sizes, dim: {"step_sizes": sizes},
-        prepare=torch.linalg.eigh),
+        spectral=True),
     "preconditioned-gd": ScheduleFamily(
         iterate=lambda gram, moment, preconditioners: preconditioned_descent(gram, moment, preconditioners),
         build=lambda preconditioners: PreconditionedGDSchedule(preconditioners),
         start=lambda sizes, dim: {"preconditioners": sizes[:, None, None] * torch.eye(dim, dtype=sizes.dtype)}),
     "gd-plus-plus": ScheduleFamily(
-        iterate=lambda spectrum, moment, step_sizes, corrections: gd_plus_plus(spectrum, moment, step_sizes,
-                                                                               corrections),
+        iterate=lambda eigenvalues, moment, step_sizes, corrections: gd_plus_plus_spectral(
+            eigenvalues, moment, step_sizes, corrections),
         build=lambda step_sizes, corrections: GDPlusPlusSchedule(_as_floats(step_sizes), _as_floats(corrections)),
         start=lambda sizes, dim: {"step_sizes": sizes, "corrections": torch.zeros_like(sizes)},
-        prepare=torch.linalg.eigh),
+        spectral=True),
 }
 
 
@@ -114,8 +114,12 @@ def tune_schedule(family: str, xs: torch.Tensor, ys: torch.Tensor, steps: int) -
     check_int("steps", steps, 1)
     xs, ys = as_float64(xs, ys)
     gram, moment = context_statistics(xs[:, :-1], ys[:, :-1])
-    problem = _Problem(FAMILIES[family], FAMILIES[family].prepare(gram), moment, xs[:, -1], ys[:, -1],
-                       unit=1.0 / torch.linalg.eigvalsh(gram)[:, -1].mean().clamp(min=1e-12))
+    eigenvalues, vectors = torch.linalg.eigh(gram)
+    unit = 1.0 / eigenvalues[:, -1].mean().clamp(min=1e-12)
+    query = xs[:, -1]
+    if FAMILIES[family].spectral:
+        gram, moment, query = (eigenvalues, *((vectors.mT @ v[..., None]).squeeze(-1) for v in (moment, query)))
+    problem = _Problem(FAMILIES[family], gram, moment, query, ys[:, -1], unit)
     tuned: list[TunedSchedule] = []
     for length in range(1, steps + 1):
         starts = {name: problem.start(first, last, length) for name, (first, last) in STARTS.items()}
@@ -129,10 +133,10 @@ def tune_schedule(family: str, xs: torch.Tensor, ys: torch.Tensor, steps: int) -
 
 @dataclass(frozen=True)
 class _Problem:
-    """One tuning problem: the family, Ĝ as the iteration needs it, b̂, the queries and their labels."""
+    """One tuning problem: the family, Ĝ (or its eigenvalues), b̂, the queries (rotated alike) and their labels."""
 
     family: ScheduleFamily
-    prepared: object
+    gram: torch.Tensor
     moment: torch.Tensor
     query: torch.Tensor
     target: torch.Tensor
@@ -143,7 +147,7 @@ class _Problem:
         return self.family.start(sizes, self.moment.shape[-1])
 
     def losses(self, parameters: dict[str, torch.Tensor]) -> torch.Tensor:
-        weights = self.family.iterate(self.prepared, self.moment, **parameters)
+        weights = self.family.iterate(self.gram, self.moment, **parameters)
         return ((self.query * weights).sum(-1) - self.target).square()
 
     def minimise(self, start: dict[str, torch.Tensor]) -> tuple[dict, torch.Tensor]:
