@@ -8,6 +8,8 @@ import torch
 from contract import assert_no_peek
 from icl_sim.theory import (GD, OLS, DiscreteMMSE, GDPlusPlus, GDPlusPlusSchedule, Newton, PowerMethod,
                             PreconditionedGD, PreconditionedGDSchedule, RecursiveLeastSquares, Ridge)
+from icl_sim.theory.baselines import gradient_descent, gradient_descent_spectral, in_eigenbasis
+from icl_sim.theory.prefix import context_statistics
 from test_baselines import check, linear, prompt
 
 
@@ -117,6 +119,15 @@ def test_gd_plus_plus_schedule_matches_token_loop():
           rtol=1e-9, atol=1e-11)
     torch.testing.assert_close(GDPlusPlusSchedule([0.4] * 3, [0.2] * 3).predict(xs, ys),
                                GDPlusPlus(3, 0.4, 0.2).predict(xs, ys), rtol=1e-13, atol=1e-13)
+
+
+def test_gd_in_the_eigenbasis_is_gd():
+    """The schedule tuner's O(d)-per-step form of GD equals the matrix iteration the baselines run."""
+    xs, ys = prompt(4, 12, 5)
+    gram, moment = context_statistics(xs, ys)
+    sizes = [0.3, 0.9, 0.5, 1.2]
+    torch.testing.assert_close(in_eigenbasis(gradient_descent_spectral, gram, moment, sizes),
+                               gradient_descent(gram, moment, sizes), rtol=1e-12, atol=1e-13)
 
 
 def test_gd_plus_plus_with_zero_gamma_is_gd():
