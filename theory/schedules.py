@@ -55,17 +55,17 @@ def _as_floats(values: torch.Tensor) -> list[float]:
 
 FAMILIES = {
     "gd": ScheduleFamily(
-        iterate=lambda eigenvalues, moment, step_sizes: gradient_descent_spectral(eigenvalues, moment, step_sizes),
+        iterate=gradient_descent_spectral,
         build=lambda step_sizes: GDSchedule(_as_floats(step_sizes)),
         start=lambda sizes, dim: {"step_sizes": sizes},
         spectral=True),
     "preconditioned-gd": ScheduleFamily(
-        iterate=lambda gram, moment, preconditioners: preconditioned_descent(gram, moment, preconditioners),
-        build=lambda preconditioners: PreconditionedGDSchedule(preconditioners),
-        start=lambda sizes, dim: {"preconditioners": sizes[:, None, None] * torch.eye(dim, dtype=sizes.dtype)}),
+        iterate=preconditioned_descent,
+        build=PreconditionedGDSchedule,
+        start=lambda sizes, dim: {"preconditioners": sizes[:, None, None] * torch.eye(dim, dtype=sizes.dtype,
+                                                                                      device=sizes.device)}),
     "gd-plus-plus": ScheduleFamily(
-        iterate=lambda eigenvalues, moment, step_sizes, corrections: gd_plus_plus_spectral(
-            eigenvalues, moment, step_sizes, corrections),
+        iterate=gd_plus_plus_spectral,
         build=lambda step_sizes, corrections: GDPlusPlusSchedule(_as_floats(step_sizes), _as_floats(corrections)),
         start=lambda sizes, dim: {"step_sizes": sizes, "corrections": torch.zeros_like(sizes)},
         spectral=True),
