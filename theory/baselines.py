@@ -280,9 +280,18 @@ class KNN(Baseline):
 
     def _predict(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         distances = torch.cdist(xs, xs, compute_mode="donot_use_mm_for_euclid_dist")
-        distances = distances.masked_fill(~context_mask(xs), torch.inf)
-        k = min(self.k, xs.shape[1])
-        nearest = distances.sort(dim=-1, stable=True).indices[..., :k]
-        neighbour_ys = ys[:, None, :].expand_as(distances).gather(-1, nearest)
-        used = torch.arange(k, device=xs.device) < prefix_counts(xs)[:, None]
-        return (neighbour_ys * used).sum(-1) / used.sum(-1).clamp(min=1)
+        return nearest_neighbour_mean(distances, ys, self.k)
+
+
+def nearest_neighbour_mean(distances: torch.Tensor, ys: torch.Tensor, k: int) -> torch.Tensor:
+    """Mean label of the k context points j < i nearest to each position i (earliest first on ties), (B, N).
+
+    ``distances`` (B, N, N) between every pair of points; with fewer than k context points all of
+    them are used, and position 0 predicts 0.
+    """
+    distances = distances.masked_fill(~context_mask(distances), torch.inf)
+    k = min(k, distances.shape[-1])
+    nearest = distances.sort(dim=-1, stable=True).indices[..., :k]
+    neighbour_ys = ys[:, None, :].expand_as(distances).gather(-1, nearest)
+    used = torch.arange(k, device=distances.device) < prefix_counts(distances)[:, None]
+    return (neighbour_ys * used).sum(-1) / used.sum(-1).clamp(min=1)

@@ -26,8 +26,8 @@ import torch
 
 from icl_sim.validation import check_float, check_int
 
-from .baselines import Baseline
-from .prefix import context_mask, prefix_counts, prefix_sum
+from .baselines import Baseline, nearest_neighbour_mean
+from .prefix import context_mask, prefix_sum
 
 
 def _pm1(condition: torch.Tensor, dtype) -> torch.Tensor:
@@ -158,12 +158,7 @@ class HammingKNN(Baseline):
     def _predict(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         signs = torch.where(xs > 0, 1.0, -1.0).to(xs.dtype)
         distances = (xs.shape[-1] - signs @ signs.mT) / 2
-        distances = distances.masked_fill(~context_mask(xs), torch.inf)
-        k = min(self.k, xs.shape[1])
-        nearest = distances.sort(dim=-1, stable=True).indices[..., :k]
-        neighbour_ys = ys[:, None, :].expand_as(distances).gather(-1, nearest)
-        used = torch.arange(k, device=xs.device) < prefix_counts(xs)[:, None]
-        return (neighbour_ys * used).sum(-1) / used.sum(-1).clamp(min=1)
+        return nearest_neighbour_mean(distances, ys, self.k)
 
 
 class MajorityLabel(Baseline):
