@@ -228,6 +228,11 @@ class LinearSelfAttention(InContextModel):
             predictions.append(out.squeeze(-1) if self.target_dim == 1 else out)
         return predictions
 
+    def _read_out(self, query: torch.Tensor) -> torch.Tensor:
+        """ŷ = −(the query token's label slots), (...) for scalar labels or (..., k)."""
+        prediction = -query[..., self.dim:]
+        return prediction.squeeze(-1) if self.target_dim == 1 else prediction
+
     def _token_layers(self, layer: int, tokens: torch.Tensor) -> torch.Tensor:
         """The per-token LayerNorm and residual MLP after attention layer ``layer`` (identity if off)."""
         if self.config.layer_norm:
@@ -249,11 +254,7 @@ class LinearSelfAttention(InContextModel):
             attended = torch.einsum("bnkl,sbnhl->sbnhk", gamma, keyed)
             both = both + torch.einsum("hij,sbnhj->sbni", value[layer], attended)
             context, query = self._token_layers(layer, both).unbind(0)
-            if features:
-                predictions.append(query)
-                continue
-            prediction = -query[..., self.dim:]
-            predictions.append(prediction.squeeze(-1) if self.target_dim == 1 else prediction)
+            predictions.append(query if features else self._read_out(query))
         return predictions
 
     def _labels(self, ys: torch.Tensor) -> torch.Tensor:
@@ -278,11 +279,7 @@ class LinearSelfAttention(InContextModel):
                 step = step + torch.eye(self.dim + self.target_dim, device=query.device, dtype=query.dtype)
                 gamma = step @ gamma @ step.transpose(-1, -2)
             query = query + update
-            if features:
-                predictions.append(query)
-                continue
-            prediction = -query[..., self.dim:]
-            predictions.append(prediction.squeeze(-1) if self.target_dim == 1 else prediction)
+            predictions.append(query if features else self._read_out(query))
         return predictions
 
 
