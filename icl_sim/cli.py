@@ -16,6 +16,7 @@ import sympy
 import torch
 
 from icl_sim.atomic import atomic_path
+from icl_sim.claims import CLAIMS
 from icl_sim.config import DEVICES, LOSS_POSITIONS, OPTIMIZERS, SCHEDULES, Curriculum, TrainConfig
 from icl_sim.evaluation import write_table
 from icl_sim.latent_probes import probe_latent
@@ -30,7 +31,6 @@ from icl_sim.run_io import load_config, load_run
 from icl_sim.seeding import make_generator
 from icl_sim.tasks import TASKS, make_task
 from icl_sim.theory import gd_lsa_weights, optimal_preconditioner
-from icl_sim.theory.predictions import PREDICTIONS
 from icl_sim.training import TrainingDiverged, resolve_device, train
 from icl_sim.weight_comparison import compare_to_construction, effective_layer_maps
 
@@ -379,7 +379,7 @@ def repro_run(name, scale, out_dir, device, progress):
     out_dir = out_dir or f"runs/{name}-{scale}"
     checks = run_reproduction(name, scale, out_dir, device=device, progress=progress)
     for check in checks:
-        click.echo(check.summary())
+        click.echo(check.describe())
     failed = [check for check in checks if not check.passed]
     click.echo(f"{len(checks) - len(failed)} of {len(checks)} checks passed; results in {out_dir}")
     if failed:
@@ -403,27 +403,27 @@ def repro_gallery(figures_dir, runs_dir, device):
 
 @cli.group("theory", cls=OneLineErrors)
 def theory_group():
-    """Theoretical predictions: list them, show their derivations, verify them numerically."""
+    """Theoretical claims: list them, show their derivations, verify them numerically."""
 
 
 @theory_group.command("list")
 def theory_list():
-    """Every prediction with its source."""
+    """Every claim with its source."""
 
-    for prediction in PREDICTIONS.values():
-        click.echo(f"{prediction.name:<30} {prediction.summary}")
-        click.echo(f"{'':<30} source: {prediction.source}")
+    for claim in CLAIMS.values():
+        click.echo(f"{claim.name:<30} {claim.summary}")
+        click.echo(f"{'':<30} source: {claim.source}")
 
 
 @theory_group.command("show")
 @click.argument("name")
 @click.option("--latex", is_flag=True, help="print LaTeX instead of pretty-printed formulas")
 def theory_show(name, latex):
-    """The derivation of prediction NAME, step by step, ending with the final formula."""
+    """The derivation of claim NAME, step by step, ending with the final formula."""
 
-    prediction = _prediction(name)
-    click.echo(f"{prediction.name}: {prediction.summary}\nsource: {prediction.source}\n")
-    for number, step in enumerate(prediction.derive(), start=1):
+    claim = _claim(name)
+    click.echo(f"{claim.name}: {claim.summary}\nsource: {claim.source}\n")
+    for number, step in enumerate(claim.derive(), start=1):
         rendered = sympy.latex(step.expression) if latex else sympy.pretty(step.expression, use_unicode=True)
         click.echo(f"({number}) {step.label}\n{rendered}\n")
 
@@ -433,36 +433,33 @@ def theory_show(name, latex):
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
 def theory_verify(names, seed, as_json):
-    """Check predictions NAMES (default: all) against Monte Carlo; exit 1 if any fails."""
+    """Check claims NAMES (default: all) against numbers; exit 1 if any fails."""
 
-
-    selected = [_prediction(name) for name in names] or list(PREDICTIONS.values())
+    selected = [_claim(name) for name in names] or list(CLAIMS.values())
     results = []
-    for prediction in selected:
+    for claim in selected:
         start = time.perf_counter()
-        comparisons = [comparison.as_dict() for comparison in prediction.verify(seed)]
-        results.append({"name": prediction.name, "source": prediction.source,
-                        "passed": all(c["passed"] for c in comparisons),
-                        "seconds": round(time.perf_counter() - start, 3), "comparisons": comparisons})
+        checks = claim.verify(seed)
+        results.append({"name": claim.name, "source": claim.source, "passed": all(c.passed for c in checks),
+                        "seconds": round(time.perf_counter() - start, 3), "checks": checks})
     passed = all(result["passed"] for result in results)
     if as_json:
-        click.echo(json.dumps({"passed": passed, "seed": seed, "predictions": results}, indent=2))
+        claims = [{**result, "checks": [check.as_dict() for check in result["checks"]]} for result in results]
+        click.echo(json.dumps({"passed": passed, "seed": seed, "claims": claims}, indent=2))
     else:
         for result in results:
             click.echo(f"[{'PASS' if result['passed'] else 'FAIL'}] {result['name']} ({result['seconds']:.1f} s)")
-            for c in result["comparisons"]:
-                click.echo(f"    {'ok  ' if c['passed'] else 'FAIL'} {c['quantity']}: formula {c['formula']:.6g}, "
-                           f"estimate {c['estimate']:.6g} ± {c['standard_error']:.2g} (tolerance {c['tolerance']:.2g})")
-        click.echo(f"{sum(r['passed'] for r in results)} of {len(results)} predictions verified")
+            for check in result["checks"]:
+                click.echo(f"    {check.describe()}")
+        click.echo(f"{sum(r['passed'] for r in results)} of {len(results)} claims verified")
     if not passed:
         sys.exit(1)
 
 
-def _prediction(name):
-
-    if name not in PREDICTIONS:
-        raise ValueError(f"prediction must be one of {', '.join(PREDICTIONS)}; got {name!r}")
-    return PREDICTIONS[name]
+def _claim(name):
+    if name not in CLAIMS:
+        raise ValueError(f"claim must be one of {', '.join(CLAIMS)}; got {name!r}")
+    return CLAIMS[name]
 
 
 def main():

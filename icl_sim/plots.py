@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
 from icl_sim.atomic import atomic_path
+from icl_sim.evaluation import METRICS
 
 FORMATS = (".png", ".pdf")
 
@@ -18,7 +19,6 @@ def plot_error_curves(records: Sequence[Mapping], path, *, title: str | None = N
     y label defaults to that metric's label.  ``trivial_level`` adds Garg et al.'s
     dashed "trivial (predict 0)" line.  Written atomically as PNG or PDF by suffix.
     """
-    from icl_sim.evaluation import METRICS
 
     path = _check_path(path)
     if not records:
@@ -56,7 +56,6 @@ def plot_bars(records: Sequence[Mapping], path, *, title: str | None = None) -> 
 
     For tasks scored at their final query only, where a curve over positions has one point.
     """
-    from icl_sim.evaluation import METRICS
 
     path = _check_path(path)
     if not records:

@@ -19,7 +19,7 @@ from typing import Callable
 import torch
 
 from icl_sim.prompt import Prompt
-from icl_sim.theory.predictions.comparison_metrics import implicit_weights
+from icl_sim.theory.formulas import implicit_weights
 
 HIGHER_IS_CLOSER = {"residual_cosine": True, "sensitivity_cosine": True, "prediction_difference": False,
                     "weight_difference": False}

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from icl_sim.checks import Check, write_checks
 from icl_sim.evaluation import write_table
 from icl_sim.paper_repro import von_oswald_2023
-from icl_sim.paper_repro.checks import Check, write_checks
 from icl_sim.training import resolve_device
 from icl_sim.validation import check_choice
 

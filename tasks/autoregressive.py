@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import torch
-from icl_sim.tasks.linear_regression import _haar_rotation
 
 from icl_sim.prompt import Prompt
 from icl_sim.tasks.base import sample_shape
+from icl_sim.tasks.linear_regression import _haar_rotation
+from icl_sim.theory.baselines import Zero
+from icl_sim.theory.sequence_baselines import OneStepGD, VectorOLS
 from icl_sim.validation import check_choice, check_float, check_int
 
 TRANSITIONS = ("orthogonal", "diagonal-unitary", "contractive")
@@ -152,9 +154,6 @@ class Autoregressive:
 
     def baselines(self):
         """One GD step on the in-context transitions (η = ``gd_step``), min-norm OLS, and Zero."""
-        from icl_sim.theory.baselines import Zero
-        from icl_sim.theory.sequence_baselines import OneStepGD, VectorOLS
-
         return {"one-step GD": OneStepGD(self.gd_step), "OLS": VectorOLS(), "Zero": Zero()}
 
     def slices(self, prompt: Prompt) -> dict:

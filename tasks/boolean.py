@@ -68,6 +68,9 @@ from typing import ClassVar
 import torch
 
 from icl_sim.prompt import Prompt
+from icl_sim.theory.baselines import Averaging
+from icl_sim.theory.boolean_learners import (ConjunctionElimination, DisjunctionElimination, HammingKNN, MajorityLabel,
+                                             ParityElimination)
 from icl_sim.validation import check_choice, check_float, check_int
 
 FUNCTIONS = ("conjunction", "disjunction", "sparse-disjunction", "3-dnf", "3-cnf", "majority",
@@ -85,7 +88,6 @@ def _help(text: str, default):
 @dataclass(frozen=True)
 class Boolean:
     """Prompts (x_i, f(x_i)) with x_i ∈ {±1}^n and f a Boolean function drawn per prompt."""
-
     name: ClassVar[str] = "boolean"
     metric: ClassVar[str] = "accuracy"
     loss: ClassVar[str] = "logistic"
@@ -254,10 +256,6 @@ class Boolean:
     # -- baselines and reporting -------------------------------------------------------------
     def baselines(self):
         """Optimal learners where they are known (elimination, GF(2) elimination) plus generic ones."""
-        from icl_sim.theory.baselines import Averaging
-        from icl_sim.theory.boolean_learners import (ConjunctionElimination, DisjunctionElimination,
-                                                     HammingKNN, MajorityLabel, ParityElimination)
-
         predictors = {}
         if self.function == "conjunction":
             predictors["Elimination"] = ConjunctionElimination()
@@ -282,7 +280,6 @@ class Boolean:
 
 class _Draw:
     """The random pieces of one batch, all from ``generator`` on its device."""
-
     def __init__(self, generator: torch.Generator, batch: int, points: int, n: int):
         self.generator, self.device = generator, generator.device
         self.batch, self.points, self.n = batch, points, n

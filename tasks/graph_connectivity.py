@@ -66,6 +66,7 @@ from typing import ClassVar
 import torch
 
 from icl_sim.prompt import Prompt
+from icl_sim.theory.graph_algorithms import BFSReachability, DegreeHeuristic, ReachabilityRounds
 from icl_sim.validation import check_choice, check_float, check_int
 
 GENERATORS = ("erdos-renyi", "chain", "bounded-diameter")
@@ -78,7 +79,6 @@ def _help(text: str, default):
 @dataclass(frozen=True)
 class GraphConnectivity:
     """One graph per prompt (a token per node) and one reachability query at the end."""
-
     name: ClassVar[str] = "graph-connectivity"
     metric: ClassVar[str] = "accuracy"
     loss: ClassVar[str] = "logistic"
@@ -245,12 +245,6 @@ class GraphConnectivity:
 
     def baselines(self):
         """Exact BFS, reachability within 2^L (2 ≤ L ≤ 3 rounds of squaring) and 3^L hops, and the degree heuristic."""
-        from icl_sim.theory.graph_algorithms import (
-            BFSReachability,
-            DegreeHeuristic,
-            ReachabilityRounds,
-        )
-
         return {"BFS": BFSReachability(), "Squaring L=1": ReachabilityRounds(1, 2),
                 "Squaring L=2": ReachabilityRounds(2, 2), "Cubing L=1": ReachabilityRounds(1, 3),
                 "Cubing L=2": ReachabilityRounds(2, 3), "Degree heuristic": DegreeHeuristic()}

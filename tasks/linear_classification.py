@@ -14,6 +14,8 @@ import torch
 
 from icl_sim.prompt import Prompt
 from icl_sim.tasks.base import sample_shape
+from icl_sim.theory.baselines import KNN, Averaging
+from icl_sim.theory.boolean_learners import LogisticGD
 from icl_sim.validation import check_float, check_int
 
 
@@ -24,7 +26,6 @@ def _help(text: str, default):
 @dataclass(frozen=True)
 class LinearClassification:
     """Prompts (x_i, sign(wᵀx_i)) with x_i ~ N(0, I_d), w ~ N(0, I_d) drawn per prompt."""
-
     name: ClassVar[str] = "linear-classification"
     metric: ClassVar[str] = "accuracy"
     loss: ClassVar[str] = "logistic"
@@ -60,9 +61,6 @@ class LinearClassification:
 
     def baselines(self):
         """Logistic regression by normalised GD, averaging and nearest neighbours."""
-        from icl_sim.theory.baselines import KNN, Averaging
-        from icl_sim.theory.boolean_learners import LogisticGD
-
         return {"Logistic GD": LogisticGD(steps=100, lr=0.1), "Averaging": Averaging(), "3-NN": KNN(3)}
 
     def slices(self, prompt: Prompt) -> dict:

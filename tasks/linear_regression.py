@@ -8,8 +8,9 @@ from typing import ClassVar
 import torch
 
 from icl_sim.prompt import Prompt
-from icl_sim.tasks.base import sample_shape
 from icl_sim.seeding import make_generator
+from icl_sim.tasks.base import sample_shape
+from icl_sim.theory import KNN, OLS, Averaging, Ridge, Zero
 from icl_sim.validation import check_choice, check_float, check_int
 
 X_DISTRIBUTIONS = ("gaussian", "uniform")
@@ -144,8 +145,6 @@ class LinearRegression:
 
     def baselines(self):
         """The reference predictors of Garg et al. (2022), plus Bayes ridge under label noise."""
-        from icl_sim.theory import KNN, OLS, Averaging, Ridge, Zero
-
         predictors = {"OLS": OLS(), "Averaging": Averaging(), "3-NN": KNN(3), "Zero": Zero()}
         if self.noise > 0:
             predictors["Ridge (Bayes)"] = Ridge(self.noise**2 / self.prior_scale**2)

@@ -16,6 +16,9 @@ import torch
 
 from icl_sim.prompt import Prompt
 from icl_sim.tasks.base import sample_shape
+from icl_sim.theory.algorithms import PowerMethod
+from icl_sim.theory.baselines import Zero
+from icl_sim.theory.sequence_baselines import TopEigenvector, orient
 from icl_sim.validation import check_float, check_int
 
 #: power-method step counts offered as baselines
@@ -75,8 +78,6 @@ class PCA:
     def sample(self, batch_size: int, generator: torch.Generator, *, points: int | None = None,
                active_dims: int | None = None, dtype: torch.dtype = torch.float32) -> Prompt:
         """Draw ``batch_size`` prompts; ``latent`` holds ``covariance`` (B, d, d) and ``direction`` (B, d)."""
-        from icl_sim.theory.sequence_baselines import orient
-
         n, active = sample_shape(self, batch_size, points, active_dims)
         device, d = generator.device, self.dim
         options = dict(generator=generator, device=device, dtype=dtype)
@@ -99,10 +100,6 @@ class PCA:
 
     def baselines(self):
         """The power method with k = 1, 3, 10 steps from 1/√d, and the exact prefix top eigenvector."""
-        from icl_sim.theory.algorithms import PowerMethod
-        from icl_sim.theory.baselines import Zero
-        from icl_sim.theory.sequence_baselines import TopEigenvector
-
         predictors = {f"power method ({k} step{'s' if k > 1 else ''})": PowerMethod(k) for k in POWER_STEPS}
         predictors["top eigenvector"] = TopEigenvector()
         predictors["Zero"] = Zero()

@@ -5,7 +5,7 @@ import torch
 
 from icl_sim.probe_metrics import Behaviour
 from icl_sim.prompt import Prompt
-from icl_sim.theory.predictions.comparison_metrics import implicit_weights
+from icl_sim.theory.formulas import implicit_weights
 
 
 def reference_behaviours(layered, prompt: Prompt) -> list[Behaviour]:

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from icl_sim.theory import GD, PreconditionedGD
-from icl_sim.theory.constructions import constructed_lsa, gd_lsa_weights
+from icl_sim.models import constructed_lsa
+from icl_sim.theory.constructions import gd_lsa_weights
 
 
 def reference_gd_predictions(xs, ys, steps, lr, preconditioner):

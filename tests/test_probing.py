@@ -12,7 +12,8 @@ from icl_sim.models import InContextModel
 from icl_sim.probing import LEARNING_RATES, _fitted_readouts, best_steps, probe, probe_prompts
 from icl_sim.seeding import make_generator
 from icl_sim.tasks import make_task
-from icl_sim.theory import GD, constructed_lsa
+from icl_sim.models import constructed_lsa
+from icl_sim.theory import GD
 from icl_sim.theory.schedules import tune_schedule
 from icl_sim.training import train
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from icl_sim.theory import GD, optimal_preconditioner, optimal_step
-from icl_sim.theory.predictions.one_layer_optimum import preconditioner_risk
+from icl_sim.theory.formulas import preconditioner_risk
 from icl_sim.theory.schedules import tune_schedule
 
 

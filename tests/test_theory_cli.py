@@ -1,4 +1,4 @@
-"""``icl-sim theory``: list, show and verify, with a stand-in prediction and the registered ones."""
+"""``icl-sim theory``: list, show and verify, with a stand-in claim and the registered ones."""
 import json
 
 import pytest
@@ -7,7 +7,9 @@ import torch
 from click.testing import CliRunner
 
 from icl_sim.cli import cli
-from icl_sim.theory.predictions import PREDICTIONS, Prediction, Step, exact, monte_carlo
+from icl_sim.checks import exact, monte_carlo
+from icl_sim.claims import CLAIMS, Claim
+from icl_sim.theory.symbolic import Step
 
 
 def mean_of_square(seed):
@@ -23,16 +25,16 @@ def derive_square():
     return [Step("second moment of a standard normal", moment), Step("result", moment.doit())]
 
 
-STAND_IN = Prediction("gaussian-second-moment", "any probability textbook", "E[z²] = 1", derive_square,
+STAND_IN = Claim("gaussian-second-moment", "any probability textbook", "E[z²] = 1", derive_square,
                       mean_of_square)
-WRONG = Prediction("wrong-moment", "nowhere", "E[z²] = 2 (false)", derive_square,
+WRONG = Claim("wrong-moment", "nowhere", "E[z²] = 2 (false)", derive_square,
                    lambda seed: [monte_carlo("E[z^2]", 2.0, torch.randn(1000, dtype=torch.float64) ** 2)])
 
 
 @pytest.fixture
 def stand_ins(monkeypatch):
-    monkeypatch.setitem(PREDICTIONS, STAND_IN.name, STAND_IN)
-    monkeypatch.setitem(PREDICTIONS, WRONG.name, WRONG)
+    monkeypatch.setitem(CLAIMS, STAND_IN.name, STAND_IN)
+    monkeypatch.setitem(CLAIMS, WRONG.name, WRONG)
 
 
 def invoke(*args):
@@ -51,13 +53,13 @@ def test_verify_json_passes_and_fails(stand_ins):
     result = invoke("verify", "gaussian-second-moment", "--json")
     assert result.exit_code == 0
     report = json.loads(result.output)
-    assert report["passed"] and [c["passed"] for c in report["predictions"][0]["comparisons"]] == [True, True]
-    comparison = report["predictions"][0]["comparisons"][0]
-    assert comparison["tolerance"] == pytest.approx(3 * comparison["standard_error"])
+    assert report["passed"] and [c["passed"] for c in report["claims"][0]["checks"]] == [True, True]
+    check = report["claims"][0]["checks"][0]
+    assert check["tolerance"] == pytest.approx(3 * check["standard_error"])
     failed = invoke("verify", "wrong-moment")
     assert failed.exit_code == 1 and "[FAIL] wrong-moment" in failed.output
 
 
-def test_unknown_prediction_is_a_usage_error(stand_ins):
+def test_unknown_claim_is_a_usage_error(stand_ins):
     result = invoke("show", "no-such-thing")
-    assert result.exit_code == 2 and result.stderr.startswith("Error: prediction must be one of")
+    assert result.exit_code == 2 and result.stderr.startswith("Error: claim must be one of")

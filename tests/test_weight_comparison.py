@@ -6,7 +6,8 @@ import torch
 
 from icl_sim.config import TrainConfig
 from icl_sim.models import build_model
-from icl_sim.theory import constructed_lsa, gd_lsa_weights, optimal_step
+from icl_sim.models import constructed_lsa
+from icl_sim.theory import gd_lsa_weights, optimal_step
 from icl_sim.training import train
 from icl_sim.weight_comparison import MAPS, compare_to_construction, effective_layer_maps, similarity
 

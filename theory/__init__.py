@@ -1,11 +1,10 @@
-"""Closed-form baselines, iterative in-context algorithms, LSA constructions and theoretical predictions."""
+"""Closed-form baselines, iterative in-context algorithms, LSA weight constructions and closed-form formulas."""
 from .algorithms import (DiscreteMMSE, GDPlusPlus, GDPlusPlusSchedule, Newton, PowerMethod, PreconditionedGD,
                          PreconditionedGDSchedule, RecursiveLeastSquares)
 from .baselines import GD, KNN, OLS, Averaging, Baseline, GDSchedule, LinearBaseline, Ridge, Zero
-from .constructions import constructed_lsa, gd_lsa_weights
-from .predictions.one_layer_optimum import optimal_preconditioner, optimal_step
+from .constructions import gd_lsa_weights
+from .formulas import optimal_preconditioner, optimal_step
 
 __all__ = ["Averaging", "Baseline", "DiscreteMMSE", "GD", "GDPlusPlus", "GDPlusPlusSchedule", "GDSchedule", "KNN",
            "LinearBaseline", "Newton", "OLS", "PowerMethod", "PreconditionedGD", "PreconditionedGDSchedule",
-           "RecursiveLeastSquares", "Ridge", "Zero", "constructed_lsa",
-           "gd_lsa_weights", "optimal_preconditioner", "optimal_step"]
+           "RecursiveLeastSquares", "Ridge", "Zero", "gd_lsa_weights", "optimal_preconditioner", "optimal_step"]

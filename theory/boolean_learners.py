@@ -27,7 +27,7 @@ import torch
 from icl_sim.validation import check_float, check_int
 
 from .baselines import Baseline, nearest_neighbour_mean
-from .prefix import context_mask, prefix_sum
+from .prefix import as_float64, context_mask, prefix_sum
 
 
 def _pm1(condition: torch.Tensor, dtype) -> torch.Tensor:
@@ -194,8 +194,6 @@ class LogisticGD(Baseline):
 
     def weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """The weights w_i after ``steps`` steps for every position, (B, N, d) float64."""
-        from .prefix import as_float64
-
         xs, ys = as_float64(xs, ys)
         mask = context_mask(xs).to(xs.dtype)  # (N, N): j < i
         w = torch.zeros_like(xs)

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import torch
 
-from icl_sim.models import build_model
 from icl_sim.validation import check_float, check_int
 
 
@@ -59,13 +58,4 @@ def gd_lsa_weights(dim: int, steps: int, lr: float,
     return {"value": value, "key_query": key_query}
 
 
-def constructed_lsa(dim: int, points: int, steps: int, lr: float,
-                    preconditioner: torch.Tensor | None = None):
-    """A float64 ``lsa`` model (``steps`` layers, one head) loaded with :func:`gd_lsa_weights`."""
-    weights = gd_lsa_weights(dim, steps, lr, preconditioner)
-    model = build_model("lsa", dim, points, layers=steps, heads=1, init_scale=0.0).double()
-    model.load_state_dict(weights)
-    return model
-
-
-__all__ = ["constructed_lsa", "gd_lsa_weights"]
+__all__ = ["gd_lsa_weights"]

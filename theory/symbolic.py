@@ -1,10 +1,19 @@
 """From sympy to torch: a derived closed form becomes a batched, device-agnostic torch function."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import sympy
 import torch
+
+@dataclass(frozen=True)
+class Step:
+    """One line of a derivation: a label and a sympy expression (or equation)."""
+
+    label: str
+    expression: sympy.Basic
+
 
 # sympy function names -> torch implementations, for lambdify
 TORCH_FUNCTIONS = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 from icl_sim.models.base import InContextModel
 from icl_sim.models.gpt import GPT
 from icl_sim.models.looped import LoopedLSA, LoopedTransformer
-from icl_sim.models.lsa import LinearSelfAttention
+from icl_sim.models.lsa import LinearSelfAttention, constructed_lsa
 from icl_sim.models.softmax_attention import SoftmaxAttention
 
 MODELS = {"lsa": LinearSelfAttention, "gpt": GPT, "looped": LoopedTransformer, "looped-lsa-ln": LoopedLSA,
@@ -24,4 +24,4 @@ def build_model(name: str, dim: int, points: int, target_dim: int = 1, **params)
 
 
 __all__ = ["GPT", "MODELS", "InContextModel", "LinearSelfAttention", "LoopedLSA", "LoopedTransformer",
-           "SoftmaxAttention", "build_model"]
+           "SoftmaxAttention", "build_model", "constructed_lsa"]

@@ -52,6 +52,7 @@ import torch
 from torch import nn
 
 from icl_sim.models.base import InContextModel
+from icl_sim.theory.constructions import gd_lsa_weights
 from icl_sim.validation import check_choice, check_float, check_int
 
 PARAMETERISATIONS = ("full", "diagonal")
@@ -281,6 +282,19 @@ class LinearSelfAttention(InContextModel):
             query = query + update
             predictions.append(query if features else self._read_out(query))
         return predictions
+
+
+def constructed_lsa(dim: int, points: int, steps: int, lr: float,
+                    preconditioner: torch.Tensor | None = None) -> LinearSelfAttention:
+    """A float64 LSA (``steps`` layers, one head) whose layers *are* ``steps`` steps of (preconditioned) GD.
+
+    The weights are ``icl_sim.theory.gd_lsa_weights`` (von Oswald et al. 2023, Prop. 1; Ahn et al.
+    2023, Lemma 1): layer ℓ predicts x_qᵀ w_ℓ, w_ℓ the ℓ-th GD iterate from 0.
+    """
+    weights = gd_lsa_weights(dim, steps, lr, preconditioner)
+    model = LinearSelfAttention(dim, points, LSAConfig(layers=steps, heads=1, init_scale=0.0)).double()
+    model.load_state_dict(weights)
+    return model
 
 
 def _tokens(xs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

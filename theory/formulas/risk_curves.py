@@ -8,7 +8,8 @@ from n context points, which is what ``icl_sim.evaluation`` measures at position
 below includes the irreducible + σ² unless ``query_noise=False``; icl-sim's curves
 divide by d (``*_per_dim``).
 
-Predictions (each a ``Prediction``; ``PREDICTIONS`` lists them):
+Each risk is derived with sympy (``derive_*``) and checked numerically by the claim of the
+same name in ``icl_sim.claims.risk_curves``:
 
 * ``ols-risk-curve``: min-norm least squares (Hastie, Montanari, Rosset & Tibshirani
   2022, "Surprises in high-dimensional ridgeless least squares interpolation", Ann.
@@ -27,15 +28,12 @@ Predictions (each a ``Prediction``; ``PREDICTIONS`` lists them):
   diversity and the emergence of non-Bayesian in-context learning for regression",
   Sec. 2 "dMMSE"): the posterior mean under a uniform prior on a pool of M tasks,
   ``icl_sim.theory.DiscreteMMSE``; claims (a), (b) are inequalities, (c) is exact.
-
-Inequality claims are ``Exceeds`` comparisons: they pass when estimate − 3 s.e. > formula.
 """
 from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable
 
 import sympy as sp
 import torch
@@ -43,13 +41,10 @@ from sympy.stats import E as expectation
 from sympy.stats import Normal
 
 from icl_sim.seeding import make_generator
-from icl_sim.tasks.linear_regression import LinearRegression
-from icl_sim.theory.algorithms import DiscreteMMSE
-from icl_sim.theory.baselines import OLS, Averaging, Ridge
 from icl_sim.theory.symbolic import torch_function
 from icl_sim.validation import check_float, check_int
 
-from .base import Comparison, Prediction, Step, monte_carlo
+from icl_sim.theory.symbolic import Step
 
 n, d = sp.symbols("n d", positive=True, integer=True)
 s, sigma = sp.symbols("s sigma", positive=True)
@@ -57,51 +52,7 @@ mu = sp.Symbol("mu", nonnegative=True)  # an eigenvalue of XᵀX
 risk = sp.Symbol("R")
 
 
-# --- comparisons beyond "formula ≈ estimate" -------------------------------------------
-@dataclass(frozen=True)
-class Exceeds(Comparison):
-    """A one-sided claim ``estimate > formula``: passes iff estimate − tolerance > formula.
-
-    ``tolerance`` is sigmas · standard error, so a pass means the claim holds at that
-    many standard errors (a strict inequality, established statistically).
-    """
-
-    @property
-    def passed(self) -> bool:
-        return math.isfinite(self.estimate) and self.estimate - self.tolerance > self.formula
-
-    def as_dict(self) -> dict:
-        return {**super().as_dict(), "relation": "estimate - tolerance > formula"}
-
-
-def exceeds(quantity: str, bound: float, samples: torch.Tensor, *, sigmas: float = 3.0) -> Exceeds:
-    """Claim: the mean of i.i.d. ``samples`` exceeds ``bound`` by more than ``sigmas`` s.e."""
-    samples = samples.detach().to(torch.float64).flatten()
-    standard_error = float(samples.std() / math.sqrt(samples.numel()))
-    return Exceeds(quantity, float(bound), float(samples.mean()), standard_error, sigmas * standard_error)
-
-
-def two_sample(quantity: str, formula_samples: torch.Tensor, samples: torch.Tensor, *,
-               sigmas: float = 3.0) -> Comparison:
-    """A formula that is itself a Monte Carlo mean (independent draws): both errors in the tolerance."""
-    f, x = formula_samples.to(torch.float64).flatten(), samples.to(torch.float64).flatten()
-    se = math.sqrt(float(f.var() / f.numel() + x.var() / x.numel()))
-    return Comparison(quantity, float(f.mean()), float(x.mean()), se, sigmas * se)
-
-
-def _prompts(task: LinearRegression, batch: int, seed: int, index: int = 0):
-    return task.sample(batch, make_generator(seed, "eval", index), dtype=torch.float64)
-
-
-def _squared_errors(predictor, prompt) -> torch.Tensor:
-    """(pred − y)² at every position, (B, N): column n is the error after n examples."""
-    return (predictor.predict(prompt.xs, prompt.ys) - prompt.ys) ** 2
-
-
-# =========================================================================================
-# 1. OLS (min-norm least squares) risk curve
-# =========================================================================================
-def _derive_ols() -> list[Step]:
+def derive_ols() -> list[Step]:
     k, x = sp.Symbol("k", positive=True), sp.Symbol("x", positive=True)
     p, m = sp.symbols("p m", positive=True, integer=True)
     steps = [Step("error decomposition: ŵ − w = −(I − P)w + X⁺ε, P = X⁺X the row-space projection; "
@@ -161,7 +112,7 @@ def ols_risk(points, dim: int, prior_scale: float = 1.0, noise: float = 0.0, *,
     if noise == 0:
         variance = torch.zeros_like(points)
     else:
-        closed = _final_risk(_derive_ols)(points, dims, prior_scale, noise) - bias - noise**2
+        closed = _final_risk(derive_ols)(points, dims, prior_scale, noise) - bias - noise**2
         variance = torch.where(gap >= 2, closed, torch.full_like(points, torch.inf))
         variance = torch.where(points == 0, torch.zeros_like(points), variance)
     return bias + variance + (noise**2 if query_noise else 0.0)
@@ -173,34 +124,7 @@ def ols_risk_per_dim(points, dim: int, prior_scale: float = 1.0, noise: float = 
     return ols_risk(points, dim, prior_scale, noise, query_noise=query_noise) / dim
 
 
-def _verify_ols(seed: int) -> list[Comparison]:
-    dim, batch = 10, 1500
-    comparisons = []
-    for index, (noise, counts) in enumerate(((0.0, (3, 6, 14, 20)), (0.5, (3, 7, 14, 24)))):
-        task = LinearRegression(dim=dim, points=max(counts) + 1, noise=noise, prior_scale=1.0)
-        errors = _squared_errors(OLS(), _prompts(task, batch, seed, index))
-        for points in counts:
-            formula = float(ols_risk(points, dim, 1.0, noise))
-            label = f"OLS risk, d={dim}, n={points}, σ={noise}"
-            # noiseless n ≥ d: exact interpolation, the error is round-off: a floor of 1e-12
-            comparisons.append(monte_carlo(label, formula, errors[:, points], floor=1e-12))
-    return comparisons
-
-
-OLS_RISK_CURVE = Prediction(
-    name="ols-risk-curve",
-    source="Hastie, Montanari, Rosset & Tibshirani (2022), Surprises in high-dimensional ridgeless least "
-           "squares interpolation, Ann. Statist. 50(2), isotropic case (Sec. 2-3, finite-n Wishart form); "
-           "Breiman & Freedman (1983) for n > d + 1",
-    summary="min-norm OLS after n examples: s²(d − min(n,d)) + σ² min(n,d)/(|n − d| − 1) + σ² "
-            "(infinite at |n − d| ≤ 1 for σ > 0): the double-descent peak at n = d",
-    derive=_derive_ols, verify=_verify_ols)
-
-
-# =========================================================================================
-# 2. Averaging risk curve
-# =========================================================================================
-def _derive_averaging() -> list[Step]:
+def derive_averaging() -> list[Step]:
     z1, z2 = Normal("z1", 0, 1), Normal("z2", 0, 1)
     fourth, cross, odd = expectation(z1**4), expectation(z1**2 * z2**2), expectation(z1**3 * z2)
     steps = [Step("Gaussian moments: E z⁴, E z₁²z₂², E z₁³z₂",
@@ -229,7 +153,7 @@ def averaging_risk(points, dim: int, prior_scale: float = 1.0, noise: float = 0.
     points = torch.as_tensor(points, dtype=torch.float64)
     if bool((points < 0).any()):
         raise ValueError(f"points must be >= 0, got {points}")
-    closed = _final_risk(_derive_averaging)(points.clamp(min=1), dim, prior_scale, noise) - noise**2
+    closed = _final_risk(derive_averaging)(points.clamp(min=1), dim, prior_scale, noise) - noise**2
     value = torch.where(points == 0, torch.full_like(points, prior_scale**2 * dim), closed)
     return value + (noise**2 if query_noise else 0.0)
 
@@ -240,32 +164,7 @@ def averaging_risk_per_dim(points, dim: int, prior_scale: float = 1.0, noise: fl
     return averaging_risk(points, dim, prior_scale, noise, query_noise=query_noise) / dim
 
 
-def _verify_averaging(seed: int) -> list[Comparison]:
-    dim, batch = 8, 6000
-    comparisons = []
-    for index, (noise, scale) in enumerate(((0.0, 1.0), (0.5, 0.7))):
-        task = LinearRegression(dim=dim, points=41, noise=noise, prior_scale=scale)
-        errors = _squared_errors(Averaging(), _prompts(task, batch, seed, index))
-        for points in (0, 1, 4, 16, 40):
-            comparisons.append(monte_carlo(f"Averaging risk, d={dim}, n={points}, σ={noise}, s={scale}",
-                                           float(averaging_risk(points, dim, scale, noise)),
-                                           errors[:, points]))
-    return comparisons
-
-
-AVERAGING_RISK_CURVE = Prediction(
-    name="averaging-risk-curve",
-    source="Garg, Tsipras, Liang & Valiant (2022), What can transformers learn in-context?, Sec. 3 "
-           "(averaging baseline); risk by Gaussian fourth moments (Isserlis)",
-    summary="Averaging w = (1/n) Σ y_j x_j: risk (s² d(d + 1) + σ² d)/n + σ², decaying like 1/n "
-            "with a d² constant (never consistent faster than 1/n)",
-    derive=_derive_averaging, verify=_verify_averaging)
-
-
-# =========================================================================================
-# 3. Ridge(σ²/s²) attains the Bayes risk
-# =========================================================================================
-def _derive_ridge_bayes() -> list[Step]:
+def derive_ridge_bayes() -> list[Step]:
     gamma, lam, m = sp.symbols("gamma lambda m", positive=True)
     precision = mu / sigma**2 + 1 / s**2
     steps = [Step("posterior of w given (X, y): Gaussian, precision XᵀX/σ² + I/s² (per eigen-direction μ); "
@@ -294,7 +193,7 @@ def _derive_ridge_bayes() -> list[Step]:
 @functools.cache
 def _ridge_functions():
     """(per-eigenvalue Bayes-risk term of (μ, s, σ), Marchenko–Pastur limit of (n, d, s, σ)), derived on first use."""
-    steps = _derive_ridge_bayes()
+    steps = derive_ridge_bayes()
     return (torch_function(steps[-1].expression.rhs, [mu, s, sigma]),
             torch_function(steps[-2].expression.rhs, [n, d, s, sigma]))
 
@@ -334,56 +233,7 @@ def ridge_bayes_risk_mp(points, dim, prior_scale: float, noise: float) -> torch.
     return _ridge_functions()[1](points, dim, prior_scale, noise)
 
 
-def _verify_ridge_bayes(seed: int) -> list[Comparison]:
-    dim, batch, scale, noise = 8, 4000, 1.0, 0.5
-    lam = noise**2 / scale**2
-    task = LinearRegression(dim=dim, points=17, noise=noise, prior_scale=scale)
-    prompt = _prompts(task, batch, seed)
-    optimal = _squared_errors(Ridge(lam), prompt)
-    comparisons = []
-    for points in (2, 8, 16):
-        formula = ridge_bayes_risk_samples(points, dim, scale, noise, samples=20000, seed=seed + 1)
-        comparisons.append(two_sample(f"Ridge(σ²/s²) risk = Bayes risk (MC over X), d={dim}, n={points}",
-                                      formula, optimal[:, points]))
-    optimal_weights = Ridge(lam).weights(prompt.xs, prompt.ys)
-    for factor in (0.3, 3.0):
-        other_ridge = Ridge(factor * lam)
-        other = _squared_errors(other_ridge, prompt)
-        gap = ((other_ridge.weights(prompt.xs, prompt.ys) - optimal_weights) ** 2).sum(-1)
-        for points in (8, 12):
-            difference = other[:, points] - optimal[:, points]
-            comparisons.append(exceeds(
-                f"[inequality] risk(Ridge({factor}·σ²/s²)) − risk(Ridge(σ²/s²)) > 0, paired, n={points}",
-                0.0, difference))
-            # Pythagoras for the posterior mean: excess risk = E‖ŵ_λ − ŵ_Bayes‖² (same prompts)
-            paired = difference - gap[:, points]
-            se = float(paired.std() / math.sqrt(batch))
-            comparisons.append(Comparison(
-                f"excess risk of Ridge({factor}·σ²/s²) = E‖ŵ_λ − ŵ_Bayes‖² (Pythagoras), n={points}",
-                float(gap[:, points].mean()), float(difference.mean()), se, 3 * se))
-    # Marchenko–Pastur limit against the exact expectation at a larger size (stated floor: 2 %)
-    big_d, big_n = 60, 120
-    exact_draws = ridge_bayes_risk_samples(big_n, big_d, scale, noise, samples=400, seed=seed + 2)
-    approx = float(ridge_bayes_risk_mp(big_n, big_d, scale, noise))
-    comparisons.append(monte_carlo(f"Marchenko–Pastur limit vs finite-n Bayes risk, d={big_d}, n={big_n} "
-                                   "(floor 2 %)", approx, exact_draws, floor=0.02 * approx))
-    return comparisons
-
-
-RIDGE_BAYES_RISK = Prediction(
-    name="ridge-bayes-risk",
-    source="Bayes-optimal ridge under a Gaussian prior (e.g. Akyürek et al. 2023, Sec. 2; Raventós et al. "
-           "2023, Sec. 2 'Ridge'); Marchenko–Pastur limit as in Dobriban & Wager (2018), Ann. Statist., "
-           "and Hastie et al. (2022), Thm 5",
-    summary="Ridge(σ²/s²) is the posterior mean; its risk is the Bayes risk s² E tr (I + (s²/σ²) XᵀX)⁻¹ + σ², "
-            "and any other λ (×0.3, ×3) is strictly worse",
-    derive=_derive_ridge_bayes, verify=_verify_ridge_bayes)
-
-
-# =========================================================================================
-# 4. Finite task pool: the dMMSE posterior mean (Raventós et al. 2023)
-# =========================================================================================
-def _derive_finite_pool() -> list[Step]:
+def derive_finite_pool() -> list[Step]:
     y, r1, r2 = sp.symbols("y r_1 r_2", real=True)
     likelihood = lambda r: (2 * sp.pi * sigma**2) ** (-n / 2) * sp.exp(-r / (2 * sigma**2))  # noqa: E731
     steps = [Step("Gaussian likelihood of the context given task m, r_m = ‖y − X w_m‖²",
@@ -402,66 +252,3 @@ def _derive_finite_pool() -> list[Step]:
     steps.append(Step("final, exact for M = 1 on pool prompts: y_q − w_1ᵀx_q = ε_q, R = E ε² "
                       "(the Gaussian-prior side is the Bayes risk of ridge-bayes-risk)", sp.Eq(risk, m1)))
     return steps
-
-
-
-
-def _dmmse_errors(prompt, pool, noise, points) -> torch.Tensor:
-    """Query squared error of dMMSE after ``points`` examples: position ``points`` of ``prompt``."""
-    return _squared_errors(DiscreteMMSE(pool, noise), prompt)[:, points]
-
-
-def _verify_finite_pool(seed: int) -> list[Comparison]:
-    dim, noise, scale, points, batch = 3, 0.5, 1.0, 6, 3000
-    lam = noise**2 / scale**2
-    comparisons = []
-    # (a) in distribution (pool of 16): dMMSE beats Bayes ridge, strictly (inequality)
-    pooled = LinearRegression(dim=dim, points=points + 1, noise=noise, prior_scale=scale, pool_size=16,
-                              pool_seed=seed)
-    prompt = _prompts(pooled, batch, seed, 0)
-    ridge_errors = _squared_errors(Ridge(lam), prompt)[:, points]
-    comparisons.append(exceeds(f"[inequality] risk(Ridge(σ²/s²)) − risk(dMMSE) > 0 on pool prompts, M=16, "
-                               f"d={dim}, n={points}", 0.0,
-                               ridge_errors - _dmmse_errors(prompt, pooled.weight_pool(), noise, points)))
-    # (b) Gaussian-prior prompts: the risk falls with M towards the Bayes (ridge) risk
-    gaussian = LinearRegression(dim=dim, points=points + 1, noise=noise, prior_scale=scale)
-    prompt = _prompts(gaussian, batch, seed, 1)
-    ridge_errors = _squared_errors(Ridge(lam), prompt)[:, points]
-    sizes = (1, 4, 64, 4096)
-    errors = {}
-    for size in sizes:
-        pool = scale * torch.randn(size, dim, generator=make_generator(seed, "pool", size), dtype=torch.float64)
-        errors[size] = _dmmse_errors(prompt, pool, noise, points)
-    for small, large in zip(sizes, sizes[1:]):
-        comparisons.append(exceeds(f"[inequality] risk(dMMSE, M={small}) − risk(dMMSE, M={large}) > 0 on "
-                                   f"Gaussian-prior prompts, d={dim}, n={points}", 0.0,
-                                   errors[small] - errors[large]))
-    comparisons.append(exceeds("[inequality] risk(dMMSE, M=64) − risk(Ridge(σ²/s²)) > 0 on Gaussian-prior "
-                               "prompts (ridge is Bayes there)", 0.0, errors[64] - ridge_errors))
-    bayes = ridge_bayes_risk_samples(points, dim, scale, noise, samples=20000, seed=seed + 1)
-    largest = errors[sizes[-1]]
-    se = math.sqrt(float(largest.var() / batch + bayes.var() / bayes.numel()))
-    comparisons.append(Comparison(
-        f"risk(dMMSE, M={sizes[-1]}) ≈ Bayes ridge risk (MC over X), d={dim}, n={points} (floor 10 %)",
-        float(bayes.mean()), float(largest.mean()), se, max(0.10 * float(bayes.mean()), 3 * se)))
-    # (c) M = 1 on pool prompts: exactly the query noise
-    single = LinearRegression(dim=dim, points=points + 1, noise=noise, prior_scale=scale, pool_size=1,
-                              pool_seed=seed)
-    prompt = _prompts(single, batch, seed, 2)
-    formula = float(torch_function(_derive_finite_pool()[-1].expression.rhs, [sigma])(noise))
-    comparisons.append(monte_carlo("risk(dMMSE, M=1) on pool prompts = σ²", formula,
-                                   _dmmse_errors(prompt, single.weight_pool(), noise, points)))
-    return comparisons
-
-
-FINITE_POOL_BAYES = Prediction(
-    name="finite-pool-bayes",
-    source="Raventós, Paul, Chen & Ganguli (2023), Pretraining task diversity and the emergence of "
-           "non-Bayesian in-context learning for regression, NeurIPS, Sec. 2 (dMMSE and ridge estimators)",
-    summary="dMMSE (posterior mean over a uniform pool of M tasks) beats Bayes ridge in distribution, "
-            "approaches it from above on Gaussian-prior prompts as M grows (1, 4, 64, 4096), and has "
-            "risk exactly σ² for M = 1",
-    derive=_derive_finite_pool, verify=_verify_finite_pool)
-
-
-PREDICTIONS: Sequence[Prediction] = [OLS_RISK_CURVE, AVERAGING_RISK_CURVE, RIDGE_BAYES_RISK, FINITE_POOL_BAYES]

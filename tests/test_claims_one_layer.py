@@ -9,15 +9,16 @@ from icl_sim.models.lsa import LinearSelfAttention
 from icl_sim.seeding import make_generator
 from icl_sim.tasks.linear_regression import LinearRegression
 from icl_sim.theory.baselines import GD
-from icl_sim.theory.predictions import one_layer_optimum as olo
-from icl_sim.theory.predictions.base import Prediction
+from icl_sim.claims import Claim
+from icl_sim.claims import one_layer_optimum as olo_claims
+from icl_sim.theory.formulas import one_layer_optimum as olo
 from icl_sim.theory.symbolic import torch_function
 
 NAMES = ["one-step-gd-optimal-step", "preconditioned-gd-optimal", "lsa-global-optimum-risk"]
 
 
 def by_name(name):
-    return {p.name: p for p in olo.PREDICTIONS}[name]
+    return {p.name: p for p in olo_claims.CLAIMS}[name]
 
 
 def spd(d, seed, spectrum=None):
@@ -29,9 +30,9 @@ def spd(d, seed, spectrum=None):
 
 
 def test_exports():
-    assert [p.name for p in olo.PREDICTIONS] == NAMES
-    assert all(isinstance(p, Prediction) for p in olo.PREDICTIONS)
-    assert all(p.summary and p.source for p in olo.PREDICTIONS)
+    assert [p.name for p in olo_claims.CLAIMS] == NAMES
+    assert all(isinstance(p, Claim) for p in olo_claims.CLAIMS)
+    assert all(p.summary and p.source for p in olo_claims.CLAIMS)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -44,7 +45,7 @@ def test_verify_passes(name, seed):
     if name == "preconditioned-gd-optimal":  # the perturbed risks are significantly larger
         increases = [c for c in comparisons if c.quantity.startswith("risk increase")]
         assert len(increases) == 3
-        assert all(c.estimate > 3 * c.standard_error and c.formula > 0 for c in increases)
+        assert all(c.measured > 3 * c.standard_error and c.expected > 0 for c in increases)
 
 
 # -- closed forms of the papers, typed by hand ------------------------------------------------

@@ -6,11 +6,13 @@ import pytest
 import sympy as sp
 import torch
 
-from icl_sim.theory.predictions import comparison_metrics as cm
-from icl_sim.theory.predictions import risk_curves as rc
+from icl_sim.claims import comparison_metrics as cm_claims
+from icl_sim.claims import risk_curves as rc_claims
+from icl_sim.theory.formulas import comparison_metrics as cm
+from icl_sim.theory.formulas import risk_curves as rc
 from icl_sim.theory.symbolic import torch_function
 
-ALL = [*rc.PREDICTIONS, *cm.PREDICTIONS]
+ALL = [*rc_claims.CLAIMS, *cm_claims.CLAIMS]
 
 
 def test_names():
@@ -71,7 +73,7 @@ def test_ols_risk_shape_and_peak():
 
 
 def test_ols_derive_last_step_matches_numeric():
-    final = rc.OLS_RISK_CURVE.derive()[-1].expression.rhs
+    final = rc_claims.OLS_RISK_CURVE.derive()[-1].expression.rhs
     f = torch_function(final, [rc.n, rc.d, rc.s, rc.sigma])
     points = torch.tensor([0.0, 1, 4, 8, 12, 15, 40], dtype=torch.float64)
     assert torch.allclose(f(points, 10.0, 1.3, 0.7), rc.ols_risk(points, 10, 1.3, 0.7), rtol=1e-12)
@@ -92,7 +94,7 @@ def test_averaging_fourth_moment_numpy():
 
 
 def test_averaging_derive_last_step_matches_numeric():
-    final = rc.AVERAGING_RISK_CURVE.derive()[-1].expression.rhs
+    final = rc_claims.AVERAGING_RISK_CURVE.derive()[-1].expression.rhs
     f = torch_function(final, [rc.n, rc.d, rc.s, rc.sigma])
     points = torch.tensor([1.0, 2, 9, 50], dtype=torch.float64)
     assert torch.allclose(f(points, 6.0, 0.9, 0.3), rc.averaging_risk(points, 6, 0.9, 0.3), rtol=1e-12)
@@ -108,7 +110,7 @@ def test_ridge_conditional_risk_numpy():
     got = rc.ridge_bayes_conditional_risk(torch.from_numpy(X), s, noise)
     np.testing.assert_allclose(got.numpy(), reference, rtol=1e-12)
     # the derivation's last step (the per-eigenvalue term) through torch_function
-    term = torch_function(rc.RIDGE_BAYES_RISK.derive()[-1].expression.rhs, [rc.mu, rc.s, rc.sigma])
+    term = torch_function(rc_claims.RIDGE_BAYES_RISK.derive()[-1].expression.rhs, [rc.mu, rc.s, rc.sigma])
     eigenvalues = torch.linalg.eigvalsh(torch.from_numpy(X).mT @ torch.from_numpy(X))
     np.testing.assert_allclose((term(eigenvalues, s, noise).sum(-1) + noise**2).numpy(), reference, rtol=1e-10)
 
@@ -135,15 +137,15 @@ def test_marchenko_pastur_known_limits():
 
 # --- dMMSE ----------------------------------------------------------------------------------------
 def test_finite_pool_last_step():
-    final = rc.FINITE_POOL_BAYES.derive()[-1].expression.rhs
+    final = rc_claims.FINITE_POOL_BAYES.derive()[-1].expression.rhs
     assert float(torch_function(final, [rc.sigma])(0.7)) == pytest.approx(0.49)
 
 
 def test_exceeds_is_one_sided():
-    assert rc.exceeds("x", 0.0, torch.tensor([1.0, 1.1, 0.9, 1.0])).passed
-    assert not rc.exceeds("x", 0.0, torch.tensor([-1.0, -1.1, -0.9, -1.0])).passed
-    assert not rc.exceeds("x", 0.0, torch.tensor([1.0, -1.0, 1.0, -1.0])).passed
-    assert rc.exceeds("x", 0.0, torch.tensor([1.0, 1.1])).as_dict()["relation"]
+    assert rc_claims.exceeds("x", 0.0, torch.tensor([1.0, 1.1, 0.9, 1.0])).passed
+    assert not rc_claims.exceeds("x", 0.0, torch.tensor([-1.0, -1.1, -0.9, -1.0])).passed
+    assert not rc_claims.exceeds("x", 0.0, torch.tensor([1.0, -1.0, 1.0, -1.0])).passed
+    assert rc_claims.exceeds("x", 0.0, torch.tensor([1.0, 1.1])).as_dict()["relation"] == "at_least"
 
 
 # --- Akyürek metrics -------------------------------------------------------------------------------

@@ -8,19 +8,21 @@ import torch
 from scipy.integrate import solve_ivp
 
 from icl_sim.theory import GD
-from icl_sim.theory.predictions.algorithms import (
-    PREDICTIONS, fu_alpha, gd_plus_plus_condition, gd_plus_plus_gamma, gd_plus_plus_two_step, gd_steps_to_tolerance,
+from icl_sim.claims.algorithms import CLAIMS
+from icl_sim.theory.formulas.algorithms import (
+    fu_alpha, gd_plus_plus_condition, gd_plus_plus_gamma, gd_plus_plus_two_step, gd_steps_to_tolerance,
     lsa_prediction_symbols, newton_iterates, newton_steps_to_tolerance, saxe_mode_strength)
-from icl_sim.theory.predictions.base import Prediction, Step
+from icl_sim.claims import Claim
+from icl_sim.theory.symbolic import Step
 from icl_sim.theory.symbolic import torch_function
 
-BY_NAME = {prediction.name: prediction for prediction in PREDICTIONS}
+BY_NAME = {prediction.name: prediction for prediction in CLAIMS}
 
 
 def test_names():
     assert list(BY_NAME) == ["lsa-gd-construction", "newton-vs-gd-convergence", "gd-plus-plus-spectral-map",
                              "saxe-learning-curve"]
-    assert all(isinstance(p, Prediction) and p.source and p.summary for p in PREDICTIONS)
+    assert all(isinstance(p, Claim) and p.source and p.summary for p in CLAIMS)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
