@@ -11,7 +11,7 @@ python3 -c "import torch; print(torch.__version__, torch.cuda.get_device_name(0)
 icl-sim repro run von-oswald-2023 --scale quick --device cuda --out "$out/von-oswald-2023" --no-progress &
 # A tiny GPT on d = 5, compiled, trained long enough to reach the least-squares curve.
 icl-sim train --model gpt --dim 5 --points 11 --steps "$gpt_steps" --batch-size 128 --lr 1e-3 \
-    --warmup-steps 1000 --schedule cosine --device cuda --compile --no-progress --log-every 1000 \
+    --warmup-steps 1000 --lr-schedule cosine --device cuda --compile --no-progress --log-every 1000 \
     --checkpoint-every 5000 --out "$out/gpt-d5" &
 wait
 icl-sim eval "$out/gpt-d5" --device cuda

@@ -17,14 +17,14 @@ import torch
 
 from icl_sim.atomic import atomic_path
 from icl_sim.claims import CLAIMS
-from icl_sim.config import DEVICES, LOSS_POSITIONS, OPTIMIZERS, SCHEDULES, Curriculum, TrainConfig
+from icl_sim.config import DEVICES, LOSS_POSITIONS, LR_SCHEDULES, OPTIMIZERS, Curriculum, TrainConfig
 from icl_sim.evaluation import write_table
 from icl_sim.latent_probes import probe_latent
 from icl_sim.models import MODELS
 from icl_sim.paper_repro import REPRODUCTIONS, run_reproduction
 from icl_sim.params import parameter_table, parse_parameters
 from icl_sim.plots import plot_heatmap
-from icl_sim.probing import SCHEDULES as PROBE_SCHEDULES
+from icl_sim.probing import STEP_PARAMS
 from icl_sim.probing import probe
 from icl_sim.reports import evaluate_run, final_position_summary
 from icl_sim.run_io import load_config, load_run
@@ -115,7 +115,7 @@ TRAIN_DEFAULTS = TrainConfig()
               help="Adam's moment decay rates (von Oswald et al.: 0.9 0.98)")
 @click.option("--adam-eps", type=float, default=TRAIN_DEFAULTS.adam_eps, show_default=True)
 @click.option("--weight-decay", type=float, default=TRAIN_DEFAULTS.weight_decay, show_default=True)
-@click.option("--schedule", type=click.Choice(SCHEDULES), default=TRAIN_DEFAULTS.schedule, show_default=True,
+@click.option("--lr-schedule", type=click.Choice(LR_SCHEDULES), default=TRAIN_DEFAULTS.lr_schedule, show_default=True,
               help="after warm-up: constant, or cosine decay to 0")
 @click.option("--warmup-steps", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--grad-clip", type=float, default=0.0, show_default=True, help="max gradient norm (0 = off)")
@@ -180,7 +180,7 @@ def _config_from_options(options) -> TrainConfig:
         task=options["task"], task_params=task_params, model=model, model_params=model_params,
         steps=options["steps"], batch_size=options["batch_size"], lr=options["lr"], optimizer=options["optimizer"],
         betas=options["betas"], adam_eps=options["adam_eps"], weight_decay=options["weight_decay"],
-        schedule=options["schedule"], warmup_steps=options["warmup_steps"],
+        lr_schedule=options["lr_schedule"], warmup_steps=options["warmup_steps"],
         grad_clip=options["grad_clip"], loss_on=options["loss_on"] or MODELS[model].default_loss_on,
         seed=options["seed"],
         device=options["device"], amp=options["amp"], compile=options["compile_model"],
@@ -221,7 +221,7 @@ def eval_command(run_dir, num_prompts, seed, device):
 @click.option("--algorithm", required=True,
               help="gd, preconditioned-gd, gd-plus-plus, newton, ridge, power-method: one the run's task declares "
                    "(see `icl-sim tasks`)")
-@click.option("--schedule", type=click.Choice(PROBE_SCHEDULES), default="shared", show_default=True,
+@click.option("--step-params", type=click.Choice(STEP_PARAMS), default="shared", show_default=True,
               help="shared: one hyper-parameter setting for all steps; per-step: each step its own, tuned on the "
                    "task's risk (von Oswald et al.), for gd, preconditioned-gd, gd-plus-plus")
 @click.option("--steps", type=click.IntRange(min=1), default=None,
@@ -233,17 +233,19 @@ def eval_command(run_dir, num_prompts, seed, device):
               help="direct: the model's own read-out after each layer; fitted: a linear read-out of each layer's "
                    "hidden state fitted on held-out prompts (Fu et al.)")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object {records, best, parameters}")
-def probe_command(run_dir, algorithm, schedule, steps, num_prompts, seed, device, readout, as_json):
+def probe_command(run_dir, algorithm, step_params, steps, num_prompts, seed, device, readout, as_json):
     """Match every layer of a trained model with steps of an algorithm.
 
     \b
     Metrics, per layer and step, on the final query of held-out prompts:
-      residual_cosine        cosine of the error vectors ŷ − y across prompts (Fu et al.); higher is closer
-      sensitivity_cosine     mean cosine of ∂ŷ/∂x_query (von Oswald et al.); higher is closer
-      prediction_difference  mean (ŷ_model − ŷ_algorithm)² (Akyürek et al.'s SPD); lower is closer
-      weight_difference      mean ‖ŵ_model − ŵ_algorithm‖² of implicit linear weights (ILWD); lower is closer
+      residual_cosine                cosine of the error vectors ŷ − y across prompts (Fu et al.); higher is
+                                     closer
+      sensitivity_cosine             mean cosine of ∂ŷ/∂x_query (von Oswald et al.); higher is closer
+      squared_prediction_difference  mean (ŷ_model − ŷ_algorithm)² (Akyürek et al.'s SPD); lower is closer
+      weight_difference              mean ‖ŵ_model − ŵ_algorithm‖² of implicit linear weights (ILWD); lower is
+                                     closer
     Shared: the one setting under which the layers' closest steps are closest.  Per-step: one step
-    per layer, the risk-optimal schedule of that length, chosen without looking at the model.
+    per layer, the risk-optimal steps of that length, chosen without looking at the model.
     Writes RUN_DIR/probe/NAME.{csv,json} and NAME.png (layer × step residual cosine), NAME being
     ALGORITHM, or ALGORITHM-per-step.
     """
@@ -251,19 +253,19 @@ def probe_command(run_dir, algorithm, schedule, steps, num_prompts, seed, device
     config = load_config(run_dir)
     device = resolve_device(device)
     result = probe(load_run(run_dir, device), make_task(config.task, **config.task_params), algorithm, steps=steps,
-                   schedule=schedule, num_prompts=num_prompts, seed=seed, device=device, readout=readout)
+                   step_params=step_params, num_prompts=num_prompts, seed=seed, device=device, readout=readout)
     out_dir = Path(run_dir) / "probe"
-    name = algorithm if schedule == "shared" else f"{algorithm}-{schedule}"
+    name = algorithm if step_params == "shared" else f"{algorithm}-{step_params}"
     write_table(result["records"], out_dir, name)
     cosines = {(r["layer"], r["step"]): r["value"] for r in result["records"] if r["metric"] == "residual_cosine"}
     layers, steps = (sorted(set(index)) for index in zip(*cosines))
     plot_heatmap([[cosines[layer, step] for step in steps] for layer in layers], out_dir / f"{name}.png",
-                 rows=layers, columns=steps, xlabel=f"{algorithm} step ({schedule} schedule)", ylabel="layer",
+                 rows=layers, columns=steps, xlabel=f"{algorithm} step ({step_params} step parameters)", ylabel="layer",
                  colorbar="residual cosine", title=f"{config.model} vs {algorithm}")
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:
-        click.echo(f"{algorithm} ({schedule} schedule): {_rounded(result['parameters'])}")
+        click.echo(f"{algorithm} ({step_params} step parameters): {_rounded(result['parameters'])}")
         for layer, step in result["best"].items():
             click.echo(f"layer {layer}: closest to {algorithm} step {step} "
                        f"(residual cosine {cosines[layer, step]:.4f})")

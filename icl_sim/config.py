@@ -9,7 +9,7 @@ from typing import Any, Mapping
 from icl_sim.validation import check_choice, check_float, check_int
 
 OPTIMIZERS = ("adam", "adamw")
-SCHEDULES = ("constant", "cosine")
+LR_SCHEDULES = ("constant", "cosine")
 LOSS_POSITIONS = ("last", "all")
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -46,7 +46,7 @@ class TrainConfig:
     betas: tuple[float, float] = (0.9, 0.999)
     adam_eps: float = 1e-8
     weight_decay: float = 0.0
-    schedule: str = "constant"
+    lr_schedule: str = "constant"
     warmup_steps: int = 0
     grad_clip: float = 0.0
     loss_on: str = "last"
@@ -73,7 +73,7 @@ class TrainConfig:
         object.__setattr__(self, "betas", tuple(self.betas))  # JSON gives a list
         check_float("adam_eps", self.adam_eps, 0.0, strict=True)
         check_float("weight_decay", self.weight_decay, 0.0)
-        check_choice("schedule", self.schedule, SCHEDULES)
+        check_choice("lr_schedule", self.lr_schedule, LR_SCHEDULES)
         check_int("warmup_steps", self.warmup_steps, 0)
         check_float("grad_clip", self.grad_clip, 0.0)
         check_choice("loss_on", self.loss_on, LOSS_POSITIONS)

@@ -21,7 +21,7 @@ import torch
 from icl_sim.prompt import Prompt
 from icl_sim.theory.formulas import implicit_weights
 
-HIGHER_IS_CLOSER = {"residual_cosine": True, "sensitivity_cosine": True, "prediction_difference": False,
+HIGHER_IS_CLOSER = {"residual_cosine": True, "sensitivity_cosine": True, "squared_prediction_difference": False,
                     "weight_difference": False}
 
 
@@ -93,7 +93,7 @@ def compare(model: Behaviour, algorithm: Behaviour, target: torch.Tensor) -> dic
     errors_algorithm = (algorithm.prediction - target).flatten()
     metrics = {
         "residual_cosine": float(torch.nn.functional.cosine_similarity(errors_model, errors_algorithm, dim=0)),
-        "prediction_difference": float((model.prediction - algorithm.prediction).square().mean()),
+        "squared_prediction_difference": float((model.prediction - algorithm.prediction).square().mean()),
     }
     if model.sensitivity is not None:
         cosines = torch.nn.functional.cosine_similarity(model.sensitivity, algorithm.sensitivity, dim=-1)

@@ -7,18 +7,18 @@ same held-out prompts, and four metrics compare them:
 * ``residual_cosine`` (Fu et al. 2023): cosine between the error vectors ŷ_model − y and
   ŷ_alg − y across prompts; higher is closer.
 * ``sensitivity_cosine`` (von Oswald et al. 2023): mean cosine of ∂ŷ/∂x_query; higher is closer.
-* ``prediction_difference`` (Akyürek et al. 2023, SPD): mean (ŷ_model − ŷ_alg)²; lower is closer.
+* ``squared_prediction_difference`` (Akyürek et al. 2023, SPD): mean (ŷ_model − ŷ_alg)²; lower is closer.
 * ``weight_difference`` (Akyürek et al. 2023, ILWD): mean ‖ŵ_model − ŵ_alg‖², the implicit
   weights being least-squares fits to each predictor's outputs on 2d probe queries; lower is closer.
 
-Two schedules set an algorithm's hyper-parameters (step size, γ, preconditioner):
+Two kinds of step parameters set an algorithm's hyper-parameters (step size, γ, preconditioner):
 
 * ``shared`` (Fu et al. 2023; Akyürek et al. 2023): one setting for all steps, the one under
   which every layer has a step that predicts most like it, i.e. the least
   Σ_ℓ min_k (ŷ_layer ℓ − ŷ_step k)² on separate tuning prompts.  This asks how many steps of
   the classic algorithm each layer amounts to.
 * ``per-step`` (von Oswald et al. 2023; Ahn et al. 2023): one step per layer, each with its own
-  parameters, tuned jointly on the task's risk (``icl_sim.theory.schedules``) without looking
+  parameters, tuned jointly on the task's risk (``icl_sim.theory.step_tuning``) without looking
   at the model; only ties in risk (GD's steps commute) are broken by closeness to the layers.
   This asks whether layer ℓ *is* step ℓ of the best L-step algorithm of that family.
 
@@ -45,7 +45,7 @@ from icl_sim.probe_metrics import HIGHER_IS_CLOSER, behaviours, compare, last, l
 from icl_sim.predictor import replicated_query_predictor
 from icl_sim.prompt import Prompt
 from icl_sim.theory import GD, GDPlusPlus, Newton, PowerMethod, PreconditionedGD, Ridge, optimal_preconditioner
-from icl_sim.theory.schedules import FAMILIES, tune_schedule
+from icl_sim.theory.step_tuning import STEP_FAMILIES, tune_steps
 from icl_sim.validation import check_choice, check_int
 
 LEARNING_RATES = tuple(float(v) for v in torch.logspace(-2, 0.5, 26, dtype=torch.float64))
@@ -97,19 +97,19 @@ ALGORITHMS = {
 
 
 READOUTS = ("direct", "fitted")
-SCHEDULES = ("shared", "per-step")
-#: steps of a shared-schedule run unless asked otherwise
+STEP_PARAMS = ("shared", "per-step")
+#: steps of a run with shared step parameters unless asked otherwise
 DEFAULT_STEPS = 10
 
 
-def probe(model: InContextModel, task, algorithm: str, *, steps: int | None = None, schedule: str = "shared",
+def probe(model: InContextModel, task, algorithm: str, *, steps: int | None = None, step_params: str = "shared",
           num_prompts: int = 1024, seed: int = 0, device="cpu", readout: str = "direct") -> dict:
     """Records ``{layer, algorithm, step, metric, value}`` for every layer × step, and the best step per layer.
 
     ``algorithm`` must be one the task declares in ``probe_algorithms``.
     Layers are 1-based; ``best`` maps each layer to the step with the highest residual cosine;
     ``parameters`` holds the algorithm's hyper-parameters (per step: lists over steps, and the
-    schedule's risk on the tuning prompts).  ``steps`` defaults to 10 for the shared schedule
+    steps' risk on the tuning prompts).  ``steps`` defaults to 10 for shared step parameters
     and to the number of layers per step.
     """
     if algorithm not in ALGORITHMS:
@@ -118,10 +118,10 @@ def probe(model: InContextModel, task, algorithm: str, *, steps: int | None = No
         raise ValueError(f"algorithm {algorithm!r} does not solve the {task.name} task; it declares "
                          f"{', '.join(task.probe_algorithms) or 'none'}")
     check_choice("readout", readout, READOUTS)
-    check_choice("schedule", schedule, SCHEDULES)
-    if schedule == "per-step" and algorithm not in FAMILIES:
-        raise ValueError(f"schedule 'per-step' needs an algorithm with per-step parameters "
-                         f"({', '.join(FAMILIES)}); got {algorithm!r}")
+    check_choice("step_params", step_params, STEP_PARAMS)
+    if step_params == "per-step" and algorithm not in STEP_FAMILIES:
+        raise ValueError(f"step_params 'per-step' needs an algorithm with per-step parameters "
+                         f"({', '.join(STEP_FAMILIES)}); got {algorithm!r}")
     if steps is not None:
         check_int("steps", steps, 1)
     tuning, probes = probe_prompts(task, num_prompts, seed, device)
@@ -133,7 +133,7 @@ def probe(model: InContextModel, task, algorithm: str, *, steps: int | None = No
         query_predictor = partial(replicated_query_predictor, _fitted_readouts(model, tuning))
     model_tuning = last_predictions(query_predictor, tuning)
     model_outputs = behaviours(query_predictor, probes, scalar)
-    if schedule == "shared":
+    if step_params == "shared":
         parameters, runs = ALGORITHMS[algorithm].fitted_run(steps or DEFAULT_STEPS, tuning, model_tuning)
     else:
         parameters, runs = _tuned_run(algorithm, steps or len(model_tuning), tuning, model_tuning)
@@ -155,15 +155,15 @@ def probe_prompts(task, num_prompts: int, seed: int, device="cpu") -> tuple[Prom
 
 
 def _tuned_run(algorithm: str, steps: int, tuning: Prompt, model_tuning: list[torch.Tensor]) -> tuple[dict, list]:
-    """The risk-optimal K-step schedule's parameters (and risk), and its steps 1..K.
+    """The risk-optimal K-step parameters (and their risk), and its steps 1..K.
 
-    Tuned schedules whose risks the tuning prompts cannot tell apart (GD's steps in another
+    Tuned steps whose risks the tuning prompts cannot tell apart (GD's steps in another
     order; near-optima of preconditioned GD) are equally good answers; of those, the one whose
     steps best cover the model's layers is returned.
     """
-    tuned = tune_schedule(algorithm, tuning.xs, tuning.ys, steps)
-    equally_good = [schedule for schedule in tuned if schedule.indistinguishable_from(tuned[0])]
-    runs = [schedule.run() for schedule in equally_good]
+    tuned = tune_steps(algorithm, tuning.xs, tuning.ys, steps)
+    equally_good = [candidate for candidate in tuned if candidate.indistinguishable_from(tuned[0])]
+    runs = [candidate.run() for candidate in equally_good]
     chosen = _closest_run(runs, tuning, model_tuning)
     return {**equally_good[chosen].parameters, "risk": equally_good[chosen].risk}, runs[chosen]
 

@@ -44,7 +44,7 @@ def learning_rate_factor(config: TrainConfig) -> Callable[[int], float]:
     def factor(step: int) -> float:
         if step < config.warmup_steps:
             return (step + 1) / config.warmup_steps
-        if config.schedule == "constant":
+        if config.lr_schedule == "constant":
             return 1.0
         progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
         return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))

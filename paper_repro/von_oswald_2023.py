@@ -41,7 +41,7 @@ class Settings:
     steps: int
     batch_size: int
     lr: float
-    schedule: str
+    lr_schedule: str
     init_scale: float
     log_every: int
     test_prompts: int
@@ -53,10 +53,10 @@ ADAM_BETAS, ADAM_EPS = (0.9, 0.98), 1e-9
 
 SCALES = {
     # CPU minutes: a larger step and cosine decay reach the optimum in fewer steps.
-    "quick": Settings(steps=1000, batch_size=1024, lr=1e-2, schedule="cosine", init_scale=0.002, log_every=50,
+    "quick": Settings(steps=1000, batch_size=1024, lr=1e-2, lr_schedule="cosine", init_scale=0.002, log_every=50,
                       test_prompts=10_000, probe_prompts=1024),
     # The authors' src/config.py: Adam lr 1e-3, batch 512, 10k steps, init scale 0.002.
-    "full": Settings(steps=10_000, batch_size=512, lr=1e-3, schedule="constant", init_scale=0.002, log_every=100,
+    "full": Settings(steps=10_000, batch_size=512, lr=1e-3, lr_schedule="constant", init_scale=0.002, log_every=100,
                      test_prompts=10_000, probe_prompts=2048),
 }
 
@@ -98,7 +98,7 @@ def alignment(model: InContextModel, gd: GD, prompt: Prompt) -> dict[str, float]
     return {
         "loss_model": 0.5 * float((model_pred - y).square().mean()),
         "loss_gd": 0.5 * float((gd_pred - y).square().mean()),
-        "prediction_difference": float((model_pred - gd_pred).abs().mean()),
+        "mean_absolute_prediction_difference": float((model_pred - gd_pred).abs().mean()),
         "relative_prediction_distance": float((model_pred - gd_pred).norm() / gd_pred.norm()),
         "sensitivity_cosine": float(cosine.mean()),
     }
@@ -124,7 +124,7 @@ def run(scale: str, out_dir: Path, *, device, progress: bool) -> tuple[list[Chec
     config = TrainConfig(task=TASK.name, task_params=_task_params(), model="lsa",
                          model_params={"layers": 1, "init_scale": settings.init_scale}, steps=settings.steps,
                          batch_size=settings.batch_size, lr=settings.lr, betas=ADAM_BETAS, adam_eps=ADAM_EPS,
-                         schedule=settings.schedule, loss_on="last",
+                         lr_schedule=settings.lr_schedule, loss_on="last",
                          seed=0, device=str(device), log_every=settings.log_every,
                          checkpoint_every=settings.steps // 5)
     model, history = train_or_reuse(config, out_dir / "run", progress=progress,
@@ -162,7 +162,8 @@ def _plot(history: list[dict], final: dict, path: Path) -> None:
         panels=[
             ("loss (½·MSE)", {"trained LSA": [r["loss_model"] for r in history]},
              {"GD, best η": history[-1]["loss_gd"]}),
-            ("prediction difference", {"|ŷ_LSA − ŷ_GD|": [r["prediction_difference"] for r in history]}, {}),
+            ("prediction difference",
+             {"|ŷ_LSA − ŷ_GD|": [r["mean_absolute_prediction_difference"] for r in history]}, {}),
             ("sensitivity cosine", {"cos(∂ŷ_LSA, ∂ŷ_GD)": [r["sensitivity_cosine"] for r in history]}, {}),
         ],
         xlabel="training step",

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from contract import assert_no_peek
-from icl_sim.theory import (GD, OLS, DiscreteMMSE, GDPlusPlus, GDPlusPlusSchedule, Newton, PowerMethod,
-                            PreconditionedGD, PreconditionedGDSchedule, RecursiveLeastSquares, Ridge)
+from icl_sim.theory import (GD, OLS, DiscreteMMSE, GDPlusPlus, StepwiseGDPlusPlus, Newton, PowerMethod,
+                            PreconditionedGD, StepwisePreconditionedGD, RecursiveLeastSquares, Ridge)
 from icl_sim.theory.baselines import gradient_descent, gradient_descent_spectral, in_eigenbasis
 from icl_sim.theory.prefix import context_statistics
 from test_baselines import check, linear, prompt
@@ -63,13 +63,13 @@ def test_preconditioned_gd_matches_numpy_loop():
           rtol=1e-10, atol=1e-12)
 
 
-def test_preconditioned_gd_schedule_matches_numpy_loop():
+def test_stepwise_preconditioned_gd_matches_numpy_loop():
     xs, ys = prompt(5, 12, 4)
     matrices = torch.randn(3, 4, 4, generator=torch.Generator().manual_seed(6), dtype=torch.float64) * 0.3
-    check(PreconditionedGDSchedule(matrices), linear(preconditioned_gd(matrices.numpy())), xs, ys,
+    check(StepwisePreconditionedGD(matrices), linear(preconditioned_gd(matrices.numpy())), xs, ys,
           rtol=1e-10, atol=1e-12)
     p = torch.eye(4, dtype=torch.float64) + 0.1
-    torch.testing.assert_close(PreconditionedGDSchedule(torch.stack([0.3 * p] * 4)).predict(xs, ys),
+    torch.testing.assert_close(StepwisePreconditionedGD(torch.stack([0.3 * p] * 4)).predict(xs, ys),
                                PreconditionedGD(4, 0.3, p).predict(xs, ys), rtol=1e-13, atol=1e-13)
 
 
@@ -112,17 +112,17 @@ def test_gd_plus_plus_matches_token_loop(steps, lr, gamma, dim):
           rtol=1e-9, atol=1e-11)
 
 
-def test_gd_plus_plus_schedule_matches_token_loop():
+def test_stepwise_gd_plus_plus_matches_token_loop():
     xs, ys = prompt(4, 12, 4)
     step_sizes, corrections = (0.2, 0.9, 0.5), (0.3, 0.1, 0.4)
-    check(GDPlusPlusSchedule(step_sizes, corrections), gd_plus_plus_tokens(step_sizes, corrections), xs, ys,
+    check(StepwiseGDPlusPlus(step_sizes, corrections), gd_plus_plus_tokens(step_sizes, corrections), xs, ys,
           rtol=1e-9, atol=1e-11)
-    torch.testing.assert_close(GDPlusPlusSchedule([0.4] * 3, [0.2] * 3).predict(xs, ys),
+    torch.testing.assert_close(StepwiseGDPlusPlus([0.4] * 3, [0.2] * 3).predict(xs, ys),
                                GDPlusPlus(3, 0.4, 0.2).predict(xs, ys), rtol=1e-13, atol=1e-13)
 
 
 def test_gd_in_the_eigenbasis_is_gd():
-    """The schedule tuner's O(d)-per-step form of GD equals the matrix iteration the baselines run."""
+    """The step tuner's O(d)-per-step form of GD equals the matrix iteration the baselines run."""
     xs, ys = prompt(4, 12, 5)
     gram, moment = context_statistics(xs, ys)
     sizes = [0.3, 0.9, 0.5, 1.2]
@@ -305,8 +305,8 @@ def test_power_method_does_not_peek():
 # ---- common contract ----------------------------------------------------------------------------
 
 POOL = torch.randn(5, 4, generator=torch.Generator().manual_seed(11), dtype=torch.float64)
-ALL = [PreconditionedGD(3, 0.2, torch.eye(4) * 0.5), PreconditionedGDSchedule(torch.eye(4).expand(2, 4, 4) * 0.4),
-       GDPlusPlus(3, 0.3, 0.2), GDPlusPlusSchedule([0.3, 0.6], [0.2, 0.0]), Newton(5),
+ALL = [PreconditionedGD(3, 0.2, torch.eye(4) * 0.5), StepwisePreconditionedGD(torch.eye(4).expand(2, 4, 4) * 0.4),
+       GDPlusPlus(3, 0.3, 0.2), StepwiseGDPlusPlus([0.3, 0.6], [0.2, 0.0]), Newton(5),
        RecursiveLeastSquares(0.5), DiscreteMMSE(POOL, 0.5)]
 
 
@@ -331,10 +331,10 @@ def test_float32_input_is_computed_in_float64(baseline):
     (lambda: PreconditionedGD(1, 0.1, torch.tensor([[math.inf]])), "preconditioner"),
     (lambda: GDPlusPlus(1.0, 0.1, 0.1), "steps"), (lambda: GDPlusPlus(1, 0.1, math.inf), "gamma"),
     (lambda: GDPlusPlus(1, "a", 0.1), "lr"),
-    (lambda: PreconditionedGDSchedule(torch.eye(2)), "preconditioners"),
-    (lambda: PreconditionedGDSchedule(torch.ones(2, 2, 3)), "preconditioners"),
-    (lambda: GDPlusPlusSchedule([0.1, 0.2], [0.1]), "corrections"),
-    (lambda: GDPlusPlusSchedule([0.1, math.nan], [0.1, 0.1]), "step_sizes"),
+    (lambda: StepwisePreconditionedGD(torch.eye(2)), "preconditioners"),
+    (lambda: StepwisePreconditionedGD(torch.ones(2, 2, 3)), "preconditioners"),
+    (lambda: StepwiseGDPlusPlus([0.1, 0.2], [0.1]), "corrections"),
+    (lambda: StepwiseGDPlusPlus([0.1, math.nan], [0.1, 0.1]), "step_sizes"),
     (lambda: Newton(-2), "steps"), (lambda: Newton(2, 0.0), "scale"), (lambda: Newton(2, 2.5), "scale"),
     (lambda: Ridge.bayes_optimal(0.0, 1.0), "noise"), (lambda: Ridge.bayes_optimal(-1.0, 1.0), "noise"),
     (lambda: Ridge.bayes_optimal(1.0, 0.0), "prior_scale"), (lambda: Ridge.bayes_optimal(1.0, -2.0), "prior_scale"),
@@ -350,7 +350,7 @@ def test_bad_parameters_name_the_parameter(make, name):
 
 @pytest.mark.parametrize("baseline, name", [
     (PreconditionedGD(1, 0.1, torch.eye(3)), "preconditioner"),
-    (PreconditionedGDSchedule(torch.eye(3)[None]), "preconditioners"), (DiscreteMMSE(torch.ones(2, 3), 0.1), "pool")])
+    (StepwisePreconditionedGD(torch.eye(3)[None]), "preconditioners"), (DiscreteMMSE(torch.ones(2, 3), 0.1), "pool")])
 def test_dimension_mismatch_names_the_parameter(baseline, name):
     with pytest.raises(ValueError, match=name):
         baseline.predict(*prompt(2, 5, 4))

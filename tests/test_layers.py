@@ -149,6 +149,6 @@ def test_no_function_level_package_imports_in_the_lower_layers(folder):
     for path in (ROOT / folder).rglob("*.py"):
         for function in ast.walk(ast.parse(path.read_text())):
             if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                lazy += [f"{path.name}:{node.lineno}" for node in ast.walk(function)
-                         if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("icl_sim"))]
+                lazy += [f"{path.name}:{node.lineno}" for node in ast.walk(function) if isinstance(node, ast.ImportFrom)
+                         and (node.level or (node.module or "").startswith("icl_sim"))]
     assert lazy == []

@@ -57,7 +57,7 @@ def test_trained_one_layer_lsa_is_one_gd_step_at_the_optimal_step_size(tmp_path)
     """d = 5, N = 21: the optimum of one layer is GD with η* = n/(n + d + 1) (Mahankali et al. 2023)."""
     d, n = 5, 20
     config = TrainConfig(task_params={"dim": d, "points": n + 1}, model="lsa", steps=800, batch_size=1024,
-                         lr=1e-2, schedule="cosine", loss_on="last", device="cpu", log_every=100)
+                         lr=1e-2, lr_schedule="cosine", loss_on="last", device="cpu", log_every=100)
     model = train(config, tmp_path / "run", progress=False)
     task = make_task("linear-regression", dim=d, points=n + 1)
     prompt = task.sample(20_000, make_generator(7, "eval"), dtype=torch.float64)

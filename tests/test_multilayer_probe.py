@@ -4,7 +4,7 @@ Setting: linear regression, d = 3, N = 10, x ~ N(0, Σ) with condition number 4 
 prompt), 4000 Adam steps at lr 1e-2 with cosine decay, batch 128; ``icl_sim.probing.probe`` with the
 direct read-out on 256 prompts.
 
-With ``schedule="per-step"`` each algorithm has one step per layer with its own parameters, tuned on the
+With ``step_params="per-step"`` each algorithm has one step per layer with its own parameters, tuned on the
 task's risk without looking at the model (von Oswald et al. 2023 train their GD/GD++ comparison this way).
 The risk-optimal 2-step GD++ takes a short step with a curvature correction, then a long one (η ≈ 0.33,
 γ ≈ 0.29; η ≈ 2.6), and so do the trained layers.  Measured over training seeds 0-6 (minimum over seeds):
@@ -18,7 +18,7 @@ Seed 7 is still on a plateau at 4000 steps (layer 2's risk 0.97, 0.81 at 8000 st
 GD++'s 0.25): its second layer has barely moved from its first (weight scales 0.36 and 0.26), and the
 probe rightly puts it at step 1.  At 2000 steps seed 6 was on the same plateau; at 4000 it matches.
 
-With one step size shared by all steps (``schedule="shared"``) layer 1 still matches step 1, but layer 2
+With one step size shared by all steps (``step_params="shared"``) layer 1 still matches step 1, but layer 2
 lands past any K-step run, since no shared step size takes a short step and then a long one; the weights
 show the same two step sizes directly (``icl_sim.weight_comparison``).
 """
@@ -37,7 +37,7 @@ TASK_PARAMS = {"dim": 3, "points": 10, "condition_number": 4.0}
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     config = TrainConfig(task_params=TASK_PARAMS, model_params={"layers": 2}, steps=4000, batch_size=128, lr=1e-2,
-                         schedule="cosine", device="cpu", seed=0, log_every=1000, checkpoint_every=10_000)
+                         lr_schedule="cosine", device="cpu", seed=0, log_every=1000, checkpoint_every=10_000)
     return train(config, tmp_path_factory.mktemp("multilayer") / "run", progress=False)
 
 
@@ -47,8 +47,8 @@ def diagonal(result, metric):
 
 
 @pytest.mark.parametrize("algorithm", ["gd", "preconditioned-gd", "gd-plus-plus"])
-def test_layer_l_is_step_l_of_the_risk_tuned_schedule(trained, algorithm):
-    result = probe(trained, make_task("linear-regression", **TASK_PARAMS), algorithm, schedule="per-step",
+def test_layer_l_is_step_l_of_the_risk_tuned_steps(trained, algorithm):
+    result = probe(trained, make_task("linear-regression", **TASK_PARAMS), algorithm, step_params="per-step",
                    num_prompts=256)
     assert result["best"] == {1: 1, 2: 2}
     assert {r["step"] for r in result["records"]} == {1, 2}  # one step per layer

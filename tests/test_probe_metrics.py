@@ -7,7 +7,7 @@ from icl_sim.models import build_model
 from icl_sim.predictor import replicated_query_predictor
 from icl_sim.probe_metrics import CHUNK_PROMPTS, behaviours
 from icl_sim.prompt import Prompt
-from icl_sim.theory import GD, OLS, GDPlusPlus, GDSchedule, Newton, PreconditionedGDSchedule, Ridge
+from icl_sim.theory import GD, OLS, GDPlusPlus, StepwiseGD, Newton, StepwisePreconditionedGD, Ridge
 
 DIM, POINTS = 4, 9
 MODELS = {
@@ -77,8 +77,8 @@ def test_gpt_queries_beyond_the_built_points_are_refused():
         network.query_predictor(data.xs, data.ys)(data.xs[:, :2])
 
 
-@pytest.mark.parametrize("baseline", [GD(3, 0.4), GDSchedule([0.2, 0.9]), GDPlusPlus(2, 0.5, 0.2), Newton(4),
-                                      PreconditionedGDSchedule(torch.eye(DIM).expand(2, DIM, DIM) * 0.3), OLS(),
+@pytest.mark.parametrize("baseline", [GD(3, 0.4), StepwiseGD([0.2, 0.9]), GDPlusPlus(2, 0.5, 0.2), Newton(4),
+                                      StepwisePreconditionedGD(torch.eye(DIM).expand(2, DIM, DIM) * 0.3), OLS(),
                                       Ridge(0.5)], ids=repr)
 def test_a_linear_baseline_fits_its_context_once(baseline):
     """A linear baseline's query predictor (the context's weights, times each query) equals one prompt per query,

@@ -14,7 +14,7 @@ from icl_sim.seeding import make_generator
 from icl_sim.tasks import make_task
 from icl_sim.models import constructed_lsa
 from icl_sim.theory import GD
-from icl_sim.theory.schedules import tune_schedule
+from icl_sim.theory.step_tuning import tune_steps
 from icl_sim.training import train
 
 TASK = make_task("linear-regression", dim=4, points=13)
@@ -28,18 +28,18 @@ def test_constructed_layers_are_matched_to_their_gd_steps():
     for layer in (1, 2, 3):
         assert values[layer, layer, "residual_cosine"] == pytest.approx(1.0, abs=1e-9)
         assert values[layer, layer, "sensitivity_cosine"] == pytest.approx(1.0, abs=1e-9)
-        assert values[layer, layer, "prediction_difference"] < 1e-18
+        assert values[layer, layer, "squared_prediction_difference"] < 1e-18
         assert values[layer, layer, "weight_difference"] < 1e-18
         other = layer % 3 + 1
-        assert values[layer, other, "prediction_difference"] > 1e-3  # a different step is visibly different
+        assert values[layer, other, "squared_prediction_difference"] > 1e-3  # a different step is visibly different
 
 
 def test_best_steps_reads_the_direction_of_each_metric():
     records = [{"layer": 1, "step": s, "metric": m, "value": v}
                for s, m, v in [(1, "residual_cosine", 0.5), (2, "residual_cosine", 0.9),
-                               (1, "prediction_difference", 0.1), (2, "prediction_difference", 0.3)]]
+                               (1, "squared_prediction_difference", 0.1), (2, "squared_prediction_difference", 0.3)]]
     assert best_steps(records) == {1: 2}
-    assert best_steps(records, "prediction_difference") == {1: 1}
+    assert best_steps(records, "squared_prediction_difference") == {1: 1}
 
 
 def test_unknown_algorithm_names_the_parameter():
@@ -57,14 +57,14 @@ def test_probe_cli_writes_table_heatmap_and_json(tmp_path):
     report = json.loads(result.output)
     assert set(report["best"]) == {"1", "2"} and all(1 <= step <= 3 for step in report["best"].values())
     metrics = {r["metric"] for r in report["records"]}
-    assert metrics == {"residual_cosine", "sensitivity_cosine", "prediction_difference", "weight_difference"}
+    assert metrics == {"residual_cosine", "sensitivity_cosine", "squared_prediction_difference", "weight_difference"}
     assert len(report["records"]) == 2 * 3 * 4
     assert (tmp_path / "run" / "probe" / "newton.png").stat().st_size > 1000
     assert torch.isfinite(torch.tensor([r["value"] for r in report["records"]])).all()
-    result = CliRunner().invoke(cli, ["probe", str(tmp_path / "run"), "--algorithm", "gd-plus-plus", "--schedule",
+    result = CliRunner().invoke(cli, ["probe", str(tmp_path / "run"), "--algorithm", "gd-plus-plus", "--step-params",
                                       "per-step", "--num-prompts", "64", "--device", "cpu"])
     assert result.exit_code == 0, result.output
-    assert "gd-plus-plus (per-step schedule): {'step_sizes': [" in result.output and "'risk': " in result.output
+    assert "gd-plus-plus (per-step step parameters): {'step_sizes': [" in result.output and "'risk': " in result.output
     assert (tmp_path / "run" / "probe" / "gd-plus-plus-per-step.csv").is_file()
     table = (tmp_path / "run" / "probe" / "gd-plus-plus-per-step.json").read_text()
     assert {record["step"] for record in json.loads(table)} == {1, 2}  # one step per layer by default
@@ -102,29 +102,30 @@ def test_fitted_readouts_are_least_squares_fits_of_the_target_on_each_layer():
         probe(AffineGDFeatures(1), TASK, "gd", readout="logit-lens")
 
 
-def test_per_step_schedule_matches_an_lsa_built_from_it_in_either_order():
-    """An LSA whose layers take the risk-optimal 3-step GD schedule's steps (tuned on the probe's own tuning
+def test_per_step_parameters_match_an_lsa_built_from_it_in_either_order():
+    """An LSA whose layers take the risk-optimal 3-step GD's step sizes (tuned on the probe's own tuning
     prompts), largest step first: the probe recovers every layer exactly.  GD's steps commute, so the
-    reversed schedule is as good as the tuner's order and the tie goes to the model's order."""
+    reversed order is as good as the tuner's order and the tie goes to the model's order."""
     tuning, _ = probe_prompts(TASK, 256, seed=0)
-    sizes = tune_schedule("gd", tuning.xs, tuning.ys, 3)[0].parameters["step_sizes"].sort(descending=True).values
+    sizes = tune_steps("gd", tuning.xs, tuning.ys, 3)[0].parameters["step_sizes"].sort(descending=True).values
     model = constructed_lsa(4, 13, 3, 1.0)
     with torch.no_grad():
         model.value.mul_(sizes[:, None, None, None])
-    result = probe(model, TASK, "gd", schedule="per-step", num_prompts=256)
+    result = probe(model, TASK, "gd", step_params="per-step", num_prompts=256)
     values = {(r["layer"], r["step"], r["metric"]): r["value"] for r in result["records"]}
     assert result["best"] == {1: 1, 2: 2, 3: 3}
     np.testing.assert_allclose(result["parameters"]["step_sizes"], sizes.numpy(), rtol=1e-6)
     assert {r["step"] for r in result["records"]} == {1, 2, 3}  # one step per layer
     for layer in (1, 2, 3):
-        assert values[layer, layer, "prediction_difference"] < 1e-14  # optimiser precision, not rounding
+        assert values[layer, layer, "squared_prediction_difference"] < 1e-14  # optimiser precision, not rounding
     shared = probe(model, TASK, "gd", steps=3, num_prompts=256)
-    closest = min(r["value"] for r in shared["records"] if r["layer"] == 2 and r["metric"] == "prediction_difference")
-    assert closest > 1e-6  # no run with one shared step size reproduces the schedule
+    closest = min(r["value"] for r in shared["records"]
+                  if r["layer"] == 2 and r["metric"] == "squared_prediction_difference")
+    assert closest > 1e-6  # no run with one shared step size reproduces the tuned steps
 
 
-@pytest.mark.parametrize("options, named", [({"schedule": "per-step", "algorithm": "newton"}, "schedule"),
-                                            ({"schedule": "adaptive"}, "schedule"), ({"steps": 0}, "steps")])
+@pytest.mark.parametrize("options, named", [({"step_params": "per-step", "algorithm": "newton"}, "step_params"),
+                                            ({"step_params": "adaptive"}, "step_params"), ({"steps": 0}, "steps")])
 def test_bad_probe_options_name_the_parameter(options, named):
     with pytest.raises(ValueError, match=named):
         probe(constructed_lsa(4, 13, 1, LR), TASK, **{"algorithm": "gd", **options})

@@ -1,4 +1,4 @@
-"""The training loop: determinism, resume bit for bit, divergence, curriculum, schedules."""
+"""The training loop: determinism, resume bit for bit, divergence, curriculum, learning-rate schedules."""
 import math
 
 import pytest
@@ -11,7 +11,7 @@ from icl_sim.training import TrainingDiverged, learning_rate_factor, train
 
 def tiny_config(**changes):
     base = dict(task_params={"dim": 3, "points": 6}, model="lsa", model_params={"layers": 2}, steps=20,
-                batch_size=16, lr=1e-2, schedule="cosine", warmup_steps=3, device="cpu", log_every=5,
+                batch_size=16, lr=1e-2, lr_schedule="cosine", warmup_steps=3, device="cpu", log_every=5,
                 checkpoint_every=10)
     return TrainConfig(**{**base, **changes})
 
@@ -82,7 +82,7 @@ def test_refuses_to_overwrite_a_run_and_to_resume_nothing(tmp_path):
 
 
 def test_diverging_loss_stops_with_a_message_and_keeps_the_last_good_checkpoint(tmp_path):
-    config = tiny_config(lr=1e4, schedule="constant", warmup_steps=0, steps=200, model_params={"layers": 3},
+    config = tiny_config(lr=1e4, lr_schedule="constant", warmup_steps=0, steps=200, model_params={"layers": 3},
                          checkpoint_every=1, log_every=1)
     with pytest.raises(TrainingDiverged, match="lower --lr"):
         train(config, tmp_path / "run", progress=False)
@@ -105,7 +105,7 @@ def test_learning_rate_schedules():
     assert cosine(10) == pytest.approx(1.0)
     assert cosine(60) == pytest.approx(0.5)
     assert cosine(110) == pytest.approx(0.0, abs=1e-12)
-    constant = learning_rate_factor(tiny_config(schedule="constant", warmup_steps=0))
+    constant = learning_rate_factor(tiny_config(lr_schedule="constant", warmup_steps=0))
     assert constant(0) == constant(19) == 1.0
 
 

@@ -1,10 +1,10 @@
 """Closed-form baselines, iterative in-context algorithms, LSA weight constructions and closed-form formulas."""
-from .algorithms import (DiscreteMMSE, GDPlusPlus, GDPlusPlusSchedule, Newton, PowerMethod, PreconditionedGD,
-                         PreconditionedGDSchedule, RecursiveLeastSquares)
-from .baselines import GD, KNN, OLS, Averaging, Baseline, GDSchedule, LinearBaseline, Ridge, Zero
+from .algorithms import (DiscreteMMSE, GDPlusPlus, StepwiseGDPlusPlus, Newton, PowerMethod, PreconditionedGD,
+                         StepwisePreconditionedGD, RecursiveLeastSquares)
+from .baselines import GD, KNN, OLS, Averaging, Baseline, StepwiseGD, LinearBaseline, Ridge, Zero
 from .constructions import gd_lsa_weights
 from .formulas import optimal_preconditioner, optimal_step
 
-__all__ = ["Averaging", "Baseline", "DiscreteMMSE", "GD", "GDPlusPlus", "GDPlusPlusSchedule", "GDSchedule", "KNN",
-           "LinearBaseline", "Newton", "OLS", "PowerMethod", "PreconditionedGD", "PreconditionedGDSchedule",
+__all__ = ["Averaging", "Baseline", "DiscreteMMSE", "GD", "GDPlusPlus", "StepwiseGDPlusPlus", "StepwiseGD", "KNN",
+           "LinearBaseline", "Newton", "OLS", "PowerMethod", "PreconditionedGD", "StepwisePreconditionedGD",
            "RecursiveLeastSquares", "Ridge", "Zero", "gd_lsa_weights", "optimal_preconditioner", "optimal_step"]

@@ -61,12 +61,12 @@ class PreconditionedGD(StatisticsBaseline):
         return preconditioned_descent(gram, moment, [step] * self.steps)
 
 
-class PreconditionedGDSchedule(StatisticsBaseline):
+class StepwisePreconditionedGD(StatisticsBaseline):
     """Preconditioned GD with a matrix of its own per step: w ← w − A_t (Ĝ_i w − b̂_i) from w = 0.
 
     Ahn et al. (2023, Thm. 3) find that layer t of a trained multi-layer LSA is such a step,
     with A_t learned per layer.  ``preconditioners`` (K, d, d) holds A_1, …, A_K (the step size
-    folded in); ``PreconditionedGD`` is the constant schedule A_t = lr·P.
+    folded in); ``PreconditionedGD`` is the constant case A_t = lr·P.
     """
 
     def __init__(self, preconditioners: torch.Tensor):
@@ -124,7 +124,7 @@ class GDPlusPlus(StatisticsBaseline):
         return gd_plus_plus(gram, moment, [self.lr] * self.steps, [self.gamma] * self.steps)
 
 
-class GDPlusPlusSchedule(StatisticsBaseline):
+class StepwiseGDPlusPlus(StatisticsBaseline):
     """GD++ with its own step size η_t and curvature correction γ_t per step (see ``GDPlusPlus``).
 
     von Oswald et al. (2023, Sec. 4) compare a K-layer trained transformer with K steps of GD++

@@ -163,11 +163,11 @@ class GD(StatisticsBaseline):
         return (vecs @ coeffs[..., None]).squeeze(-1)
 
 
-class GDSchedule(StatisticsBaseline):
+class StepwiseGD(StatisticsBaseline):
     """GD from w = 0 with its own step size per step, η_1, …, η_k, on the same loss as ``GD``.
 
     Ahn et al. (2023) find that each layer of a trained multi-layer LSA takes a step of its
-    own; ``GD`` is the constant schedule.
+    own; ``GD`` is the constant case.
     """
 
     def __init__(self, step_sizes):
@@ -194,7 +194,7 @@ def gradient_descent(gram: torch.Tensor, moment: torch.Tensor, step_sizes) -> to
 def gradient_descent_spectral(eigenvalues: torch.Tensor, moment: torch.Tensor, step_sizes) -> torch.Tensor:
     """``gradient_descent`` in Ĝ's eigenbasis, where every step acts entry by entry: w̃ ← w̃ − η_t (λ w̃ − b̃).
 
-    O(d) per step once Ĝ is decomposed: what schedule tuning, thousands of runs on one Ĝ, needs.
+    O(d) per step once Ĝ is decomposed: what step tuning, thousands of runs on one Ĝ, needs.
     Differentiable in the step sizes (floats or 0-d tensors).
     """
     w = torch.zeros_like(moment)

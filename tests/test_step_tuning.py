@@ -1,11 +1,11 @@
-"""Risk-tuned per-step schedules against closed forms: the one-step optima and constant schedules."""
+"""Risk-tuned per-step parameters against closed forms: the one-step optima and constant steps."""
 import numpy as np
 import pytest
 import torch
 
 from icl_sim.theory import GD, optimal_preconditioner, optimal_step
 from icl_sim.theory.formulas import preconditioner_risk
-from icl_sim.theory.schedules import tune_schedule
+from icl_sim.theory.step_tuning import tune_steps
 
 
 def gaussian_prompts(batch, points, covariance, seed=0):
@@ -32,7 +32,7 @@ def test_one_gd_step_is_tuned_to_the_optimal_step():
     follows from the delta method.
     """
     xs, ys = gaussian_prompts(20_000, 21, torch.eye(5, dtype=torch.float64))
-    (tuned, *_) = tune_schedule("gd", xs, ys, steps=1)
+    (tuned, *_) = tune_steps("gd", xs, ys, steps=1)
     step = float(tuned.parameters["step_sizes"][0])
     a = one_step_features(xs, ys).diagonal(dim1=-2, dim2=-1).sum(-1)
     y = ys[:, -1]
@@ -49,7 +49,7 @@ def test_one_preconditioned_step_is_tuned_to_the_optimal_preconditioner():
     form) within 1 % of Γ*'s.  Measured over data seeds 1-3: 2.0-3.4 % and 0.10-0.21 %."""
     covariance = torch.diag(torch.tensor([4.0, 2.0, 1.0, 0.5], dtype=torch.float64))
     xs, ys = gaussian_prompts(20_000, 16, covariance, seed=1)
-    (tuned, *_) = tune_schedule("preconditioned-gd", xs, ys, steps=1)
+    (tuned, *_) = tune_steps("preconditioned-gd", xs, ys, steps=1)
     matrix = tuned.parameters["preconditioners"][0]
     features = one_step_features(xs, ys).flatten(1).numpy()
     empirical = np.linalg.lstsq(features, ys[:, -1].numpy(), rcond=None)[0].reshape(4, 4)
@@ -60,15 +60,15 @@ def test_one_preconditioned_step_is_tuned_to_the_optimal_preconditioner():
     assert optimal_risk <= preconditioner_risk(matrix, covariance, 15) < 1.01 * optimal_risk
 
 
-def test_gd_schedules_beat_every_constant_step_and_reorder_freely():
-    """Three GD steps: the tuned schedule is at least as good as the best constant step of a fine grid,
+def test_tuned_gd_steps_beat_every_constant_step_and_reorder_freely():
+    """Three GD steps: the tuned steps are at least as good as the best constant step of a fine grid,
     and the increasing and decreasing starts end at the same step sizes in another order, same risk
     (GD's steps commute)."""
     xs, ys = gaussian_prompts(2000, 11, torch.diag(torch.tensor([3.0, 1.0, 0.3], dtype=torch.float64)))
-    tuned = {schedule.start: schedule for schedule in tune_schedule("gd", xs, ys, steps=3)}
+    tuned = {tuned.start: tuned for tuned in tune_steps("gd", xs, ys, steps=3)}
     constant = min(float((GD(3, lr).predict(xs, ys)[:, -1] - ys[:, -1]).square().mean())
                    for lr in np.linspace(0.05, 1.0, 96))
-    best = min(schedule.risk for schedule in tuned.values())
+    best = min(candidate.risk for candidate in tuned.values())
     assert best < constant
     increasing, decreasing = (tuned[name].parameters["step_sizes"] for name in ("increasing", "decreasing"))
     torch.testing.assert_close(increasing.sort().values, decreasing.sort().values, rtol=1e-6, atol=1e-8)
@@ -76,22 +76,22 @@ def test_gd_schedules_beat_every_constant_step_and_reorder_freely():
     assert tuned["increasing"].indistinguishable_from(tuned["decreasing"])
 
 
-def test_gd_plus_plus_schedule_improves_on_gd_and_runs_its_steps():
+def test_tuned_gd_plus_plus_improves_on_gd_and_runs_its_steps():
     """Two steps on ill-conditioned inputs: the curvature correction lowers the tuned risk, and the
     run's step k predicts with the first k steps' parameters."""
     xs, ys = gaussian_prompts(2000, 11, torch.diag(torch.tensor([3.0, 1.0, 0.3], dtype=torch.float64)), seed=2)
-    (gd, *_) = tune_schedule("gd", xs, ys, steps=2)
-    (plus, *_) = tune_schedule("gd-plus-plus", xs, ys, steps=2)
+    (gd, *_) = tune_steps("gd", xs, ys, steps=2)
+    (plus, *_) = tune_steps("gd-plus-plus", xs, ys, steps=2)
     assert plus.risk < 0.95 * gd.risk
     first, second = plus.run()
     assert float((second.predict(xs, ys)[:, -1] - ys[:, -1]).square().mean()) == pytest.approx(plus.risk, rel=1e-10)
     assert first.step_sizes == (float(plus.parameters["step_sizes"][0]),)
 
 
-def test_distinguishable_schedules_are_told_apart():
+def test_distinguishable_steps_are_told_apart():
     xs, ys = gaussian_prompts(2000, 11, torch.eye(3, dtype=torch.float64), seed=3)
-    tuned = {schedule.start: schedule for schedule in tune_schedule("gd", xs, ys, steps=3)}
-    # the constant start stays on the diagonal η_1 = η_2 = η_3 (symmetry), a worse schedule
+    tuned = {tuned.start: tuned for tuned in tune_steps("gd", xs, ys, steps=3)}
+    # the constant start stays on the diagonal η_1 = η_2 = η_3 (symmetry), a worse set of steps
     assert tuned["constant"].risk > 1.05 * tuned["increasing"].risk
     assert not tuned["constant"].indistinguishable_from(tuned["increasing"])
 
@@ -100,13 +100,13 @@ def test_distinguishable_schedules_are_told_apart():
 def test_bad_arguments_name_the_parameter(family, steps, name):
     xs, ys = gaussian_prompts(4, 5, torch.eye(2, dtype=torch.float64))
     with pytest.raises(ValueError, match=name):
-        tune_schedule(family, xs, ys, steps)
+        tune_steps(family, xs, ys, steps)
 
 
-def test_longer_schedules_are_never_worse():
-    """The K-step tuning also starts from the best (K − 1)-step schedule plus a null step, so the best risk
+def test_more_steps_are_never_worse():
+    """The K-step tuning also starts from the best (K − 1)-step parameters plus a null step, so the best risk
     cannot rise with K, even where long GD++ runs overflow (noise-free d = 8, N = 17: GD++ nearly solves it)."""
     xs, ys = gaussian_prompts(200, 17, torch.eye(8, dtype=torch.float64), seed=4)
-    shorter, longer = (tune_schedule("gd-plus-plus", xs, ys, steps)[0] for steps in (3, 6))
+    shorter, longer = (tune_steps("gd-plus-plus", xs, ys, steps)[0] for steps in (3, 6))
     assert np.isfinite(longer.risk) and longer.risk <= shorter.risk
     assert len(longer.run()) == 6 and longer.parameters["step_sizes"].shape == (6,)

@@ -5,13 +5,13 @@ GD++ whose per-step parameters (η_t, γ_t) are trained on the same task (their 
 comparison model's step sizes and input transform, ``train_gd_lr`` and ``train_gd_whitening``):
 the K-step algorithm that an optimiser of the task loss would pick, with no reference to the
 transformer.  Ahn et
-al. (2023) do the same for preconditioned GD with a matrix A_t per step.  ``tune_schedule``
+al. (2023) do the same for preconditioned GD with a matrix A_t per step.  ``tune_steps``
 finds these parameters by L-BFGS in float64 on the squared error at the final query of a set
-of prompts, from several starts (the risk is not convex in the schedule), and returns every
+of prompts, from several starts (the risk is not convex in the step parameters), and returns every
 start's optimum with its risk, best first.
 
 Plain GD's steps commute (Π_t (I − η_t Ĝ) in any order), so its risk fixes only the set of
-step sizes and equally good schedules differ in order; callers that compare steps with
+step sizes and equally good step sizes differ in order; callers that compare steps with
 something else (``icl_sim.probing``) break such ties.
 """
 from __future__ import annotations
@@ -23,18 +23,18 @@ import torch
 
 from icl_sim.validation import check_choice, check_int
 
-from .algorithms import GDPlusPlusSchedule, PreconditionedGDSchedule, gd_plus_plus_spectral, preconditioned_descent
-from .baselines import GDSchedule, LinearBaseline, gradient_descent_spectral
+from .algorithms import StepwiseGDPlusPlus, StepwisePreconditionedGD, gd_plus_plus_spectral, preconditioned_descent
+from .baselines import StepwiseGD, LinearBaseline, gradient_descent_spectral
 from .prefix import as_float64, context_statistics
 
-#: starting schedules, in units of the inverse mean largest eigenvalue of Ĝ at the final query
+#: starting step sizes, in units of the inverse mean largest eigenvalue of Ĝ at the final query
 STARTS = {"increasing": (0.2, 1.0), "decreasing": (1.0, 0.2), "constant": (0.5, 0.5)}
 #: L-BFGS iterations per start: noise-free risks keep falling towards 0 and never meet a tolerance
 MAX_ITERATIONS = 200
 
 
 @dataclass(frozen=True)
-class ScheduleFamily:
+class StepFamily:
     """A K-step algorithm whose per-step parameters are tensors with a leading step dimension.
 
     ``iterate(gram, moment, **parameters)`` gives the weights after the last step,
@@ -53,27 +53,27 @@ def _as_floats(values: torch.Tensor) -> list[float]:
     return [float(v) for v in values]
 
 
-FAMILIES = {
-    "gd": ScheduleFamily(
+STEP_FAMILIES = {
+    "gd": StepFamily(
         iterate=gradient_descent_spectral,
-        build=lambda step_sizes: GDSchedule(_as_floats(step_sizes)),
+        build=lambda step_sizes: StepwiseGD(_as_floats(step_sizes)),
         start=lambda sizes, dim: {"step_sizes": sizes},
         spectral=True),
-    "preconditioned-gd": ScheduleFamily(
+    "preconditioned-gd": StepFamily(
         iterate=preconditioned_descent,
-        build=PreconditionedGDSchedule,
+        build=StepwisePreconditionedGD,
         start=lambda sizes, dim: {"preconditioners": sizes[:, None, None] * torch.eye(dim, dtype=sizes.dtype,
                                                                                       device=sizes.device)}),
-    "gd-plus-plus": ScheduleFamily(
+    "gd-plus-plus": StepFamily(
         iterate=gd_plus_plus_spectral,
-        build=lambda step_sizes, corrections: GDPlusPlusSchedule(_as_floats(step_sizes), _as_floats(corrections)),
+        build=lambda step_sizes, corrections: StepwiseGDPlusPlus(_as_floats(step_sizes), _as_floats(corrections)),
         start=lambda sizes, dim: {"step_sizes": sizes, "corrections": torch.zeros_like(sizes)},
         spectral=True),
 }
 
 
 @dataclass(frozen=True)
-class TunedSchedule:
+class TunedSteps:
     """One start's optimum: per-step parameters (leading dimension K) and its squared error per prompt."""
 
     family: str
@@ -85,8 +85,8 @@ class TunedSchedule:
     def risk(self) -> float:
         return float(self.losses.mean())
 
-    def indistinguishable_from(self, best: TunedSchedule, z: float = 2.0) -> bool:
-        """Whether this schedule's risk exceeds ``best``'s by at most ``z`` paired standard errors.
+    def indistinguishable_from(self, best: TunedSteps, z: float = 2.0) -> bool:
+        """Whether these steps' risk exceeds ``best``'s by at most ``z`` paired standard errors.
 
         Exact ties (GD's reordered steps) have a zero standard error; the 1e-9 relative slack
         absorbs the optimiser's rounding.
@@ -98,36 +98,36 @@ class TunedSchedule:
     def run(self) -> list[LinearBaseline]:
         """The algorithm cut after steps 1, 2, …, K: step k's predictor uses the first k steps' parameters."""
         steps = next(iter(self.parameters.values())).shape[0]
-        return [FAMILIES[self.family].build(**{name: value[:k] for name, value in self.parameters.items()})
+        return [STEP_FAMILIES[self.family].build(**{name: value[:k] for name, value in self.parameters.items()})
                 for k in range(1, steps + 1)]
 
 
-def tune_schedule(family: str, xs: torch.Tensor, ys: torch.Tensor, steps: int) -> list[TunedSchedule]:
-    """Every start's risk-minimising K-step schedule for predicting ys[:, -1] from the rest, best first.
+def tune_steps(family: str, xs: torch.Tensor, ys: torch.Tensor, steps: int) -> list[TunedSteps]:
+    """Every start's risk-minimising K-step parameters for predicting ys[:, -1] from the rest, best first.
 
     The risk is the mean of (x_queryᵀ w_K − y_query)² over the prompts, w_K from the context
     points j < N − 1 alone.  Besides the ``STARTS``, a K-step tuning also starts from the best
-    (K − 1)-step schedule followed by a null step (η = 0, A = 0), so the best risk never rises
+    (K − 1)-step parameters followed by a null step (η = 0, A = 0), so the best risk never rises
     with K.
     """
-    check_choice("family", family, FAMILIES)
+    check_choice("family", family, STEP_FAMILIES)
     check_int("steps", steps, 1)
     xs, ys = as_float64(xs, ys)
     gram, moment = context_statistics(xs[:, :-1], ys[:, :-1])
     eigenvalues, vectors = torch.linalg.eigh(gram)
     unit = 1.0 / eigenvalues[:, -1].mean().clamp(min=1e-12)
     query = xs[:, -1]
-    if FAMILIES[family].spectral:
+    if STEP_FAMILIES[family].spectral:
         gram, moment, query = (eigenvalues, *((vectors.mT @ v[..., None]).squeeze(-1) for v in (moment, query)))
-    problem = _Problem(FAMILIES[family], gram, moment, query, ys[:, -1], unit)
-    tuned: list[TunedSchedule] = []
+    problem = _Problem(STEP_FAMILIES[family], gram, moment, query, ys[:, -1], unit)
+    tuned: list[TunedSteps] = []
     for length in range(1, steps + 1):
         starts = {name: problem.start(first, last, length) for name, (first, last) in STARTS.items()}
         if tuned:
             starts["extended"] = {name: torch.cat([value, torch.zeros_like(value[:1])])
                                   for name, value in tuned[0].parameters.items()}
-        tuned = sorted((TunedSchedule(family, *problem.minimise(start), name) for name, start in starts.items()),
-                       key=lambda schedule: schedule.risk)
+        tuned = sorted((TunedSteps(family, *problem.minimise(start), name) for name, start in starts.items()),
+                       key=lambda tuned: tuned.risk)
     return tuned
 
 
@@ -135,7 +135,7 @@ def tune_schedule(family: str, xs: torch.Tensor, ys: torch.Tensor, steps: int) -
 class _Problem:
     """One tuning problem: the family, Ĝ (or its eigenvalues), b̂, the queries (rotated alike) and their labels."""
 
-    family: ScheduleFamily
+    family: StepFamily
     gram: torch.Tensor
     moment: torch.Tensor
     query: torch.Tensor
