@@ -1,6 +1,7 @@
 """Deterministic random streams: batch t of a run is a pure function of (seed, stream, t).
 
-Each purpose (training data, evaluation data, model initialisation, task pools)
+Each purpose (training data, evaluation data, model initialisation, task pools, a fixed
+covariance, Monte Carlo estimates of a task's constants)
 draws from its own stream, so evaluation prompts never coincide with training
 prompts and a resumed run sees exactly the batches an uninterrupted one would.
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-STREAMS = {"train": 0, "eval": 1, "init": 2, "pool": 3, "dropout": 4}
+STREAMS = {"train": 0, "eval": 1, "init": 2, "pool": 3, "dropout": 4, "covariance": 5, "moments": 6}
 
 
 def derive_seed(seed: int, stream: str, index: int = 0) -> int:
