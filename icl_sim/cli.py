@@ -9,30 +9,25 @@ import json
 import shutil
 import sys
 import time
+import typing
 from pathlib import Path
+from typing import Iterable, Mapping
 
 import click
 import sympy
-import torch
 
 from icl_sim.atomic import atomic_path
 from icl_sim.claims import CLAIMS
-from icl_sim.config import DEVICES, LOSS_POSITIONS, LR_SCHEDULES, OPTIMIZERS, Curriculum, TrainConfig
-from icl_sim.evaluation import write_table
-from icl_sim.latent_probes import probe_latent
+from icl_sim.config import DEVICES, TrainConfig, read_config_file
 from icl_sim.models import MODELS
 from icl_sim.paper_repro import REPRODUCTIONS, run_reproduction
-from icl_sim.params import parameter_table, parse_parameters
-from icl_sim.plots import plot_heatmap
+from icl_sim.params import is_mapping, non_optional, parameter_table
 from icl_sim.probing import STEP_PARAMS
-from icl_sim.probing import probe
-from icl_sim.reports import evaluate_run, final_position_summary
-from icl_sim.run_io import load_config, load_run
-from icl_sim.seeding import make_generator
-from icl_sim.tasks import TASKS, make_task
-from icl_sim.theory import gd_lsa_weights, optimal_preconditioner
-from icl_sim.training import TrainingDiverged, resolve_device, train
-from icl_sim.weight_comparison import compare_to_construction, effective_layer_maps
+from icl_sim.reports import (PRECONDITIONERS, compare_weights_run, evaluate_run, final_position_summary,
+                             probe_latent_run, probe_run, residual_cosines, train_config)
+from icl_sim.run_io import load_config
+from icl_sim.tasks import TASKS
+from icl_sim.training import TrainingDiverged, train
 
 
 class OneLineErrors(click.Group):
@@ -62,18 +57,66 @@ class OneLineErrors(click.Group):
         return result
 
 
-def parse_curriculum(ctx, param, text):
-    """``START:INCREMENT:INTERVAL`` -> Curriculum (Garg et al.: dims 5:1:2000, points 11:2:2000)."""
-    if text is None:
-        return None
-    try:
-        start, increment, interval = (int(part) for part in text.split(":"))
-    except ValueError:
-        raise click.BadParameter(f"expected START:INCREMENT:INTERVAL integers, got {text!r}") from None
-    try:
-        return Curriculum(start, increment, interval)
-    except ValueError as error:
-        raise click.BadParameter(str(error)) from None
+class Parsed(click.ParamType):
+    """A value written as text and read by ``cls.parse`` (e.g. a Curriculum's START:INC:EVERY)."""
+
+    def __init__(self, cls):
+        self.cls, self.name = cls, cls.__name__.lower()
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, self.cls):
+            return value
+        try:
+            return self.cls.parse(value)
+        except ValueError as error:
+            self.fail(str(error), param, ctx)
+
+
+def field_options(cls, choices: Mapping[str, Iterable[str]] | None = None):
+    """Decorate a command with one option per field of dataclass ``cls``, named and typed after the field.
+
+    The option's value reaches the command under the field's name.  The field's ``metadata`` gives
+    ``help``, ``minimum`` (``strict``) and ``choices`` (-> IntRange, FloatRange, Choice), ``metavar``,
+    ``option`` (another flag name) and ``default_text``; a bool field is a ``--x/--no-x`` flag, a
+    two-float tuple two numbers, a class with ``parse`` its text form, a mapping a repeatable
+    ``KEY=VALUE``.  ``choices`` adds the choices known only above ``cls``'s layer (e.g. the models).
+    """
+    hints, choices = typing.get_type_hints(cls), choices or {}
+
+    def option(spec):
+        metadata, flag = spec.metadata, spec.name.replace("_", "-")
+        kind = non_optional(hints[spec.name])
+        settings = {"help": metadata.get("help"), "metavar": metadata.get("metavar"),
+                    "show_default": metadata.get("default_text", True), "default": spec.default}
+        minimum, named = metadata.get("minimum"), metadata.get("choices", choices.get(spec.name))
+        if is_mapping(kind):
+            settings.update(multiple=True, default=(), show_default=False)
+        elif kind is bool:
+            flag = f"{flag}/--no-{flag}"
+        elif named is not None:
+            settings["type"] = click.Choice(list(named))
+        elif kind is int:
+            settings["type"] = click.IntRange(min=minimum)
+        elif kind is float:
+            settings["type"] = click.FloatRange(min=minimum, min_open=metadata.get("strict", False))
+        elif typing.get_origin(kind) is tuple:
+            settings["type"] = typing.get_args(kind)
+        elif callable(getattr(kind, "parse", None)):
+            settings["type"] = Parsed(kind)
+        return click.option(metadata.get("option", f"--{flag}"), spec.name, **settings)
+
+    def decorate(command):
+        for spec in reversed(dataclasses.fields(cls)):
+            command = option(spec)(command)
+        return command
+
+    return decorate
+
+
+def mapping_fields(cls) -> tuple[str, ...]:
+    """The fields of dataclass ``cls`` that map names to values (set as repeatable KEY=VALUE options)."""
+    hints = typing.get_type_hints(cls)
+    return tuple(spec.name for spec in dataclasses.fields(cls) if is_mapping(hints[spec.name]))
 
 
 @click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
@@ -94,110 +137,51 @@ def tasks_command():
     click.echo("Set any of these with  icl-sim train --task NAME --task-param KEY=VALUE")
 
 
-TRAIN_DEFAULTS = TrainConfig()
-
-
 @cli.command("train")
-@click.option("--task", default=TRAIN_DEFAULTS.task, show_default=True, help="task family (see `icl-sim tasks`)")
-@click.option("--model", type=click.Choice(sorted(MODELS)), default="lsa", show_default=True)
-@click.option("--dim", type=click.IntRange(min=1), help="input dimension d (task parameter `dim`)")
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
+              help="a YAML, JSON or TOML file of the options below by field name (a run's config.json too); "
+                   "options given here override it")
+@field_options(TrainConfig, choices={"model": sorted(MODELS)})
+@click.option("--dim", type=click.IntRange(min=1), help="input dimension d (the task's dimension parameter)")
 @click.option("--points", type=click.IntRange(min=1), help="points per prompt N, query included")
 @click.option("--layers", type=click.IntRange(min=1),
               help="depth: layers (lsa, softmax-attention), n_layer (gpt), loops (looped models)")
 @click.option("--loops", type=click.IntRange(min=1), help="looped models: training loops b (model parameter `loops`)")
 @click.option("--loop-window", type=click.IntRange(min=0),
               help="looped models: the loss averages over the last T loops (model parameter `loop_window`)")
-@click.option("--steps", type=click.IntRange(min=1), default=TRAIN_DEFAULTS.steps, show_default=True)
-@click.option("--batch-size", type=click.IntRange(min=1), default=TRAIN_DEFAULTS.batch_size, show_default=True)
-@click.option("--lr", type=float, default=TRAIN_DEFAULTS.lr, show_default=True, help="peak learning rate")
-@click.option("--optimizer", type=click.Choice(OPTIMIZERS), default=TRAIN_DEFAULTS.optimizer, show_default=True)
-@click.option("--betas", type=(float, float), default=TRAIN_DEFAULTS.betas, show_default=True, metavar="B1 B2",
-              help="Adam's moment decay rates (von Oswald et al.: 0.9 0.98)")
-@click.option("--adam-eps", type=float, default=TRAIN_DEFAULTS.adam_eps, show_default=True)
-@click.option("--weight-decay", type=float, default=TRAIN_DEFAULTS.weight_decay, show_default=True)
-@click.option("--lr-schedule", type=click.Choice(LR_SCHEDULES), default=TRAIN_DEFAULTS.lr_schedule, show_default=True,
-              help="after warm-up: constant, or cosine decay to 0")
-@click.option("--warmup-steps", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--grad-clip", type=float, default=0.0, show_default=True, help="max gradient norm (0 = off)")
-@click.option("--loss-on", type=click.Choice(LOSS_POSITIONS), help="positions in the loss [lsa: last, gpt: all]")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True)
-@click.option("--amp/--no-amp", default=True, show_default=True, help="bf16 autocast on CUDA (ignored on CPU)")
-@click.option("--compile/--no-compile", "compile_model", default=False, show_default=True, help="torch.compile")
-@click.option("--curriculum-dims", callback=parse_curriculum, metavar="START:INC:EVERY",
-              help="grow the active dimensions (Garg et al.: 5:1:2000)")
-@click.option("--curriculum-points", callback=parse_curriculum, metavar="START:INC:EVERY",
-              help="grow the prompt length (Garg et al.: 11:2:2000)")
-@click.option("--task-param", "task_params", multiple=True, metavar="KEY=VALUE",
-              help="any task parameter, e.g. noise=0.5 (repeatable)")
-@click.option("--model-param", "model_params", multiple=True, metavar="KEY=VALUE",
-              help="any model parameter, e.g. size=small (repeatable)")
-@click.option("--log-every", type=click.IntRange(min=1), default=TRAIN_DEFAULTS.log_every, show_default=True)
-@click.option("--checkpoint-every", type=click.IntRange(min=1), default=TRAIN_DEFAULTS.checkpoint_every,
-              show_default=True)
 @click.option("--out", "run_dir", required=True, type=click.Path(file_okay=False), help="run directory")
 @click.option("--resume", is_flag=True, help="continue the run saved in --out (other options must not be given, "
               "except --steps to extend it and --device)")
 @click.option("--progress/--no-progress", default=True, show_default=True)
-def train_command(run_dir, resume, progress, **options):
-    """Train a model on a task; writes config.json, checkpoint.pt and metrics.jsonl to --out."""
+def train_command(run_dir, resume, progress, config_file, dim, points, layers, loops, loop_window, **fields):
+    """Train a model on a task; writes config.json, checkpoint.pt and metrics.jsonl to --out.
+
+    Settings, lowest precedence first: the defaults, --config's file, the options given here
+    (--task-param and --model-param merged key by key into the file's), then --dim, --points,
+    --layers, --loops and --loop-window.  See icl_sim.reports.train_config.
+    """
 
     ctx = click.get_current_context()
+    given = [name for name in ctx.params if name not in ("run_dir", "resume", "progress")
+             and ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT]
     if resume:
-        config = _resumed_config(ctx, load_config(run_dir), options)
+        forbidden = sorted(set(given) - {"steps", "device"})
+        if forbidden:
+            flag = next(param.opts[0] for param in ctx.command.params if param.name == forbidden[0])
+            raise ValueError(f"--resume continues the saved config; do not pass {flag}")
+        config = dataclasses.replace(load_config(run_dir), **{name: fields[name] for name in given})
     else:
-        config = _config_from_options(options)
+        values = read_config_file(config_file) if config_file else {}
+        pairs = mapping_fields(TrainConfig)
+        values.update({name: fields[name] for name in given if name in fields and name not in pairs})
+        config = train_config(values, **{name: fields[name] for name in pairs}, dim=dim, points=points,
+                              layers=layers, loops=loops, loop_window=loop_window)
     try:
         train(config, run_dir, resume=resume, progress=progress)
     except TrainingDiverged as error:
         click.echo(f"Error: {error}", err=True)
         sys.exit(1)
     click.echo(f"trained {config.model} on {config.task} for {config.steps} steps -> {run_dir}")
-
-
-def _config_from_options(options) -> TrainConfig:
-    task_class = TASKS.get(options["task"])
-    if task_class is None:
-        raise ValueError(f"task must be one of {', '.join(TASKS)}; got {options['task']!r}")
-    task_params = parse_parameters(task_class, options["task_params"])
-    # --dim sets the task's dimension parameter, whatever the family calls it (e.g. `n` for Boolean inputs)
-    names = {"dim": getattr(task_class, "dim_parameter", "dim"), "points": "points"}
-    for option, parameter in names.items():
-        if options[option] is not None:
-            task_params[parameter] = options[option]
-    make_task(options["task"], **task_params)  # validate now, before a run directory is made
-    model = options["model"]
-    model_params = parse_parameters(MODELS[model].Config, options["model_params"])
-    if options["layers"] is not None:
-        model_params[MODELS[model].depth_parameter] = options["layers"]
-    for option, parameter in (("loops", "loops"), ("loop_window", "loop_window")):
-        if options[option] is not None:
-            if parameter not in {field.name for field in dataclasses.fields(MODELS[model].Config)}:
-                raise ValueError(f"--{option.replace('_', '-')} applies to looped models only, not to {model!r}")
-            model_params[parameter] = options[option]
-    MODELS[model].Config(**model_params)
-    return TrainConfig(
-        task=options["task"], task_params=task_params, model=model, model_params=model_params,
-        steps=options["steps"], batch_size=options["batch_size"], lr=options["lr"], optimizer=options["optimizer"],
-        betas=options["betas"], adam_eps=options["adam_eps"], weight_decay=options["weight_decay"],
-        lr_schedule=options["lr_schedule"], warmup_steps=options["warmup_steps"],
-        grad_clip=options["grad_clip"], loss_on=options["loss_on"] or MODELS[model].default_loss_on,
-        seed=options["seed"],
-        device=options["device"], amp=options["amp"], compile=options["compile_model"],
-        curriculum_dims=options["curriculum_dims"], curriculum_points=options["curriculum_points"],
-        log_every=options["log_every"], checkpoint_every=options["checkpoint_every"],
-    )
-
-
-def _resumed_config(ctx, saved: TrainConfig, options) -> TrainConfig:
-    """The saved config, with only --steps (to extend) and --device taken from the command line."""
-    given = [name for name in options
-             if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT]
-    forbidden = sorted(set(given) - {"steps", "device"})
-    if forbidden:
-        raise ValueError(f"--resume continues the saved config; do not pass --{forbidden[0].replace('_', '-')}")
-    changes = {name: options[name] for name in given}
-    return dataclasses.replace(saved, **changes)
 
 
 @cli.command("eval")
@@ -250,26 +234,17 @@ def probe_command(run_dir, algorithm, step_params, steps, num_prompts, seed, dev
     ALGORITHM, or ALGORITHM-per-step.
     """
 
-    config = load_config(run_dir)
-    device = resolve_device(device)
-    result = probe(load_run(run_dir, device), make_task(config.task, **config.task_params), algorithm, steps=steps,
-                   step_params=step_params, num_prompts=num_prompts, seed=seed, device=device, readout=readout)
-    out_dir = Path(run_dir) / "probe"
-    name = algorithm if step_params == "shared" else f"{algorithm}-{step_params}"
-    write_table(result["records"], out_dir, name)
-    cosines = {(r["layer"], r["step"]): r["value"] for r in result["records"] if r["metric"] == "residual_cosine"}
-    layers, steps = (sorted(set(index)) for index in zip(*cosines))
-    plot_heatmap([[cosines[layer, step] for step in steps] for layer in layers], out_dir / f"{name}.png",
-                 rows=layers, columns=steps, xlabel=f"{algorithm} step ({step_params} step parameters)", ylabel="layer",
-                 colorbar="residual cosine", title=f"{config.model} vs {algorithm}")
+    result, paths = probe_run(run_dir, algorithm, step_params=step_params, steps=steps, num_prompts=num_prompts,
+                              seed=seed, device=device, readout=readout)
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:
+        cosines = residual_cosines(result["records"])
         click.echo(f"{algorithm} ({step_params} step parameters): {_rounded(result['parameters'])}")
         for layer, step in result["best"].items():
             click.echo(f"layer {layer}: closest to {algorithm} step {step} "
                        f"(residual cosine {cosines[layer, step]:.4f})")
-        click.echo(f"table and heatmap in {out_dir}")
+        click.echo(f"table and heatmap in {paths['figure'].parent}")
 
 
 def _rounded(value):
@@ -301,13 +276,8 @@ def probe_latent_command(run_dir, target, probes, control, num_fit, num_prompts,
     Writes RUN_DIR/probe/latent-TARGET.{csv,json}: held-out r2, control_r2, selectivity, fit_r2, control_fit_r2.
     """
 
-    config = load_config(run_dir)
-    device = resolve_device(device)
-    records = probe_latent(load_run(run_dir, device), make_task(config.task, **config.task_params), target,
-                           probes=probes, control=control, num_fit=num_fit, num_prompts=num_prompts, ridge=ridge,
-                           seed=seed, device=device)
-    out_dir = Path(run_dir) / "probe"
-    write_table(records, out_dir, f"latent-{target}")
+    records, paths = probe_latent_run(run_dir, target, probes=probes, control=control, num_fit=num_fit,
+                                      num_prompts=num_prompts, ridge=ridge, seed=seed, device=device)
     if as_json:
         click.echo(json.dumps(records, indent=2))
         return
@@ -316,14 +286,14 @@ def probe_latent_command(run_dir, target, probes, control, num_fit, num_prompts,
         click.echo(f"layer {layer} {probe_name}: R² {values[layer, probe_name, 'r2']:.4f}, "
                    f"control ({control}) {values[layer, probe_name, 'control_r2']:.4f}, "
                    f"selectivity {values[layer, probe_name, 'selectivity']:.4f}")
-    click.echo(f"table in {out_dir}")
+    click.echo(f"table in {paths['csv'].parent}")
 
 
 @cli.command("compare-weights")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--lr", type=float, default=1.0, show_default=True,
               help="step of the GD construction; the scale column reads as the learned step relative to it")
-@click.option("--preconditioner", type=click.Choice(["identity", "optimal"]), default="identity", show_default=True,
+@click.option("--preconditioner", type=click.Choice(PRECONDITIONERS), default="identity", show_default=True,
               help="A of the construction: I, or the optimal one-layer Γ* (Ahn et al.) for the task's mean covariance")
 @click.option("--json", "as_json", is_flag=True, help="print the records as JSON")
 def compare_weights_command(run_dir, lr, preconditioner, as_json):
@@ -334,18 +304,7 @@ def compare_weights_command(run_dir, lr, preconditioner, as_json):
     fraction of the squared norm on the construction's non-zero entries.
     """
 
-    config, model = load_config(run_dir), load_run(run_dir, "cpu")
-    layers = len(effective_layer_maps(model))
-    if model.target_dim != 1:
-        raise ValueError(f"compare-weights needs scalar labels (the GD construction); target_dim={model.target_dim}")
-    matrix = None
-    if preconditioner == "optimal":
-        task = make_task(config.task, **config.task_params)
-        prompt = task.sample(4096, make_generator(config.seed, "eval", 0), dtype=torch.float64)
-        if "covariance" not in prompt.latent:
-            raise ValueError(f"--preconditioner optimal needs a task with a covariance, not {config.task!r}")
-        matrix = optimal_preconditioner(prompt.latent["covariance"].mean(dim=0), prompt.points - 1)
-    records = compare_to_construction(model, gd_lsa_weights(model.dim, layers, lr, matrix))
+    records = compare_weights_run(run_dir, lr, preconditioner)
     if as_json:
         click.echo(json.dumps(records, indent=2))
         return

@@ -1,12 +1,28 @@
-"""The training configuration: a frozen dataclass saved as ``config.json`` in each run directory."""
+"""The training configuration: a frozen dataclass saved as ``config.json`` in each run directory.
+
+Each field carries its default, its help and (``minimum``, ``strict``, ``choices``) its valid values in its
+``metadata``: ``__post_init__`` checks them and ``icl-sim train`` builds one option per field from them, so a
+new training setting is one line here.  :func:`read_config_file` reads the same fields from YAML, JSON or TOML.
+"""
 from __future__ import annotations
 
 import dataclasses
 import json
+import sys
+import typing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
+import yaml
+
+from icl_sim.params import typed_parameters
 from icl_sim.validation import check_choice, check_float, check_int
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, as a package
+    import tomli as tomllib
 
 OPTIMIZERS = ("adam", "adamw")
 LR_SCHEDULES = ("constant", "cosine")
@@ -27,68 +43,117 @@ class Curriculum:
         check_int("curriculum increment", self.increment, 0)
         check_int("curriculum interval", self.interval, 1)
 
+    @classmethod
+    def parse(cls, text: str) -> "Curriculum":
+        """``START:INCREMENT:INTERVAL`` -> Curriculum (Garg et al.: dims 5:1:2000, points 11:2:2000)."""
+        try:
+            start, increment, interval = (int(part) for part in text.split(":"))
+        except ValueError:
+            raise ValueError(f"expected START:INCREMENT:INTERVAL integers, got {text!r}") from None
+        return cls(start, increment, interval)
+
     def value_at(self, step: int, end: int) -> int:
         return min(end, self.start + self.increment * (step // self.interval))
+
+
+def _field(default, help: str, **metadata):
+    """A TrainConfig field: default, help, and optionally ``minimum`` (``strict``), ``choices``, ``metavar``,
+    ``default_text`` (what --help says the default is, where it is not the field's)."""
+    return field(default=default, metadata={"help": help, **metadata})
+
+
+def _params_field(kind: str, example: str):
+    return field(default_factory=dict, metadata={
+        "help": f"any {kind} parameter, e.g. {example} (repeatable)", "option": f"--{kind}-param",
+        "metavar": "KEY=VALUE"})
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     """Everything that determines a training run (together with the code version)."""
 
-    task: str = "linear-regression"
-    task_params: Mapping[str, Any] = field(default_factory=dict)
-    model: str = "lsa"
-    model_params: Mapping[str, Any] = field(default_factory=dict)
-    steps: int = 5000
-    batch_size: int = 256
-    lr: float = 1e-3
-    optimizer: str = "adam"
-    betas: tuple[float, float] = (0.9, 0.999)
-    adam_eps: float = 1e-8
-    weight_decay: float = 0.0
-    lr_schedule: str = "constant"
-    warmup_steps: int = 0
-    grad_clip: float = 0.0
-    loss_on: str = "last"
-    seed: int = 0
-    device: str = "auto"
-    amp: bool = True
-    compile: bool = False
-    curriculum_dims: Curriculum | None = None
-    curriculum_points: Curriculum | None = None
-    log_every: int = 50
-    checkpoint_every: int = 1000
+    task: str = _field("linear-regression", "task family (see `icl-sim tasks`)")
+    task_params: Mapping[str, Any] = _params_field("task", "noise=0.5")
+    model: str = _field("lsa", "model family")
+    model_params: Mapping[str, Any] = _params_field("model", "size=small")
+    steps: int = _field(5000, "training steps", minimum=1)
+    batch_size: int = _field(256, "prompts per step", minimum=1)
+    lr: float = _field(1e-3, "peak learning rate", minimum=0.0, strict=True)
+    optimizer: str = _field("adam", "optimiser", choices=OPTIMIZERS)
+    betas: tuple[float, float] = _field((0.9, 0.999), "Adam's moment decay rates (von Oswald et al.: 0.9 0.98)",
+                                        metavar="B1 B2")
+    adam_eps: float = _field(1e-8, "Adam's ε", minimum=0.0, strict=True)
+    weight_decay: float = _field(0.0, "weight decay (decoupled for adamw)", minimum=0.0)
+    lr_schedule: str = _field("constant", "after warm-up: constant, or cosine decay to 0", choices=LR_SCHEDULES)
+    warmup_steps: int = _field(0, "steps of linear learning-rate warm-up", minimum=0)
+    grad_clip: float = _field(0.0, "max gradient norm (0 = off)", minimum=0.0)
+    loss_on: str = _field("last", "positions in the loss", choices=LOSS_POSITIONS,
+                          default_text="the model's: lsa last, gpt all")
+    seed: int = _field(0, "training seed (data, initialisation)", minimum=0)
+    device: str = _field("auto", "auto: cuda if available", choices=DEVICES)
+    amp: bool = _field(True, "bf16 autocast on CUDA (ignored on CPU)")
+    compile: bool = _field(False, "torch.compile the model")
+    curriculum_dims: Curriculum | None = _field(None, "grow the active dimensions (Garg et al.: 5:1:2000)",
+                                                metavar="START:INC:EVERY")
+    curriculum_points: Curriculum | None = _field(None, "grow the prompt length (Garg et al.: 11:2:2000)",
+                                                  metavar="START:INC:EVERY")
+    log_every: int = _field(50, "steps between metrics records", minimum=1)
+    checkpoint_every: int = _field(1000, "steps between checkpoints", minimum=1)
 
     def __post_init__(self):
-        check_int("steps", self.steps, 1)
-        check_int("batch_size", self.batch_size, 1)
-        check_float("lr", self.lr, 0.0, strict=True)
-        check_choice("optimizer", self.optimizer, OPTIMIZERS)
-        if len(self.betas) != 2:
+        hints = typing.get_type_hints(type(self))
+        for spec in dataclasses.fields(self):
+            value, metadata = getattr(self, spec.name), spec.metadata
+            if "choices" in metadata:
+                check_choice(spec.name, value, metadata["choices"])
+            elif "minimum" in metadata and hints[spec.name] is int:
+                check_int(spec.name, value, metadata["minimum"])
+            elif "minimum" in metadata:
+                check_float(spec.name, value, metadata["minimum"], strict=metadata.get("strict", False))
+            elif hints[spec.name] is bool and not isinstance(value, bool):
+                raise ValueError(f"{spec.name} must be true or false, got {value!r}")
+        if not isinstance(self.betas, (tuple, list)) or len(self.betas) != 2:
             raise ValueError(f"betas must be two numbers (β1, β2), got {self.betas!r}")
         for index, beta in enumerate(self.betas):
             check_float(f"betas[{index}]", beta, 0.0, maximum=1.0)
             if beta == 1.0:
                 raise ValueError(f"betas[{index}] must be < 1, got {beta}")
         object.__setattr__(self, "betas", tuple(self.betas))  # JSON gives a list
-        check_float("adam_eps", self.adam_eps, 0.0, strict=True)
-        check_float("weight_decay", self.weight_decay, 0.0)
-        check_choice("lr_schedule", self.lr_schedule, LR_SCHEDULES)
-        check_int("warmup_steps", self.warmup_steps, 0)
-        check_float("grad_clip", self.grad_clip, 0.0)
-        check_choice("loss_on", self.loss_on, LOSS_POSITIONS)
-        check_int("seed", self.seed, 0)
-        check_choice("device", self.device, DEVICES)
-        check_int("log_every", self.log_every, 1)
-        check_int("checkpoint_every", self.checkpoint_every, 1)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "TrainConfig":
-        data = json.loads(text)
-        for key in ("curriculum_dims", "curriculum_points"):
-            if data.get(key) is not None:
-                data[key] = Curriculum(**data[key])
-        return cls(**data)
+        return cls(**typed_parameters(cls, json.loads(text)))
+
+
+#: config file suffix -> parser of its text
+CONFIG_FORMATS = {".yaml": yaml.safe_load, ".yml": yaml.safe_load, ".json": json.loads, ".toml": tomllib.loads}
+
+
+def read_config_file(path) -> dict[str, Any]:
+    """The TrainConfig fields in a YAML, JSON or TOML file (a run's ``config.json`` too), typed, not yet merged.
+
+    Unknown keys and unparsable files raise a one-line ``ValueError`` naming the file and the key;
+    the values' ranges are checked when the TrainConfig is built.
+    """
+    path = Path(path)
+    parser = CONFIG_FORMATS.get(path.suffix.lower())
+    if parser is None:
+        raise ValueError(f"config file must end in {', '.join(CONFIG_FORMATS)}; got {str(path)!r}")
+    try:
+        data = parser(path.read_text())
+    except OSError as error:
+        raise ValueError(f"cannot read config file {str(path)!r}: {error.strerror}") from None
+    except (yaml.YAMLError, json.JSONDecodeError, tomllib.TOMLDecodeError) as error:
+        raise ValueError(f"cannot parse config file {str(path)!r}: {' '.join(str(error).split())}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ValueError(f"config file {str(path)!r} must hold a mapping of training settings, "
+                         f"got {type(data).__name__}")
+    try:
+        return typed_parameters(TrainConfig, data)
+    except ValueError as error:
+        raise ValueError(f"config file {str(path)!r}: {error}") from None

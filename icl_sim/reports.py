@@ -1,15 +1,77 @@
-"""Evaluate a trained run against its task's baselines: one table and one figure in ``RUN_DIR/eval``."""
+"""What the run commands of ``icl-sim`` do, as library calls: each gives from Python what the command prints.
+
+:func:`train_config` builds ``icl-sim train``'s TrainConfig (a config file's values, flags over them,
+shortcuts); :func:`evaluate_run`, :func:`probe_run`, :func:`probe_latent_run` and
+:func:`compare_weights_run` read a run directory and write their tables and figures inside it.
+"""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Iterable, Mapping
 
+import torch
+
+from icl_sim.config import TrainConfig
 from icl_sim.evaluation import evaluate, write_table
-from icl_sim.plots import plot_bars, plot_error_curves
+from icl_sim.latent_probes import probe_latent
+from icl_sim.models import MODELS
+from icl_sim.params import parameter_table, parse_parameters, typed_parameters
+from icl_sim.plots import plot_bars, plot_error_curves, plot_heatmap
+from icl_sim.probing import probe
 from icl_sim.run_io import load_config, load_run
-from icl_sim.tasks import make_task
+from icl_sim.seeding import make_generator
+from icl_sim.tasks import TASKS, make_task
+from icl_sim.theory import gd_lsa_weights, optimal_preconditioner
 from icl_sim.training import resolve_device
+from icl_sim.validation import check_choice
+from icl_sim.weight_comparison import compare_to_construction, effective_layer_maps
 
 TRIVIAL = "Zero"
+PRECONDITIONERS = ("identity", "optimal")
+#: the looped models' parameters that ``icl-sim train`` sets with --loops / --loop-window
+LOOP_PARAMETERS = ("loops", "loop_window")
+
+
+def train_config(values: Mapping[str, Any] | None = None, *, task_params: Iterable[str] = (),
+                 model_params: Iterable[str] = (), dim: int | None = None, points: int | None = None,
+                 layers: int | None = None, loops: int | None = None, loop_window: int | None = None) -> TrainConfig:
+    """The TrainConfig of ``icl-sim train``: TrainConfig fields ``values``, then overrides, validated.
+
+    Precedence, lowest first: TrainConfig's defaults, except ``loss_on``, which defaults to the
+    model's ``default_loss_on``; ``values`` (e.g. :func:`icl_sim.config.read_config_file`'s, with
+    the command line's fields over them); ``task_params`` / ``model_params`` as ``KEY=VALUE`` text,
+    merged key by key into ``values``' parameters; last the shortcuts ``dim`` and ``points`` (the
+    task's dimension parameter, whatever the family calls it, and its length), ``layers`` (the
+    model's depth parameter) and ``loops``, ``loop_window`` (looped models only).  The task and
+    model parameters are checked here, before a run directory is made.
+    """
+    values = typed_parameters(TrainConfig, values or {})
+    defaults = TrainConfig()
+    task, model = values.get("task", defaults.task), values.get("model", defaults.model)
+    task_class = TASKS.get(task) if isinstance(task, str) else None
+    if task_class is None:
+        raise ValueError(f"task must be one of {', '.join(TASKS)}; got {task!r}")
+    if not isinstance(model, str) or model not in MODELS:
+        raise ValueError(f"model must be one of {', '.join(MODELS)}; got {model!r}")
+    model_class = MODELS[model]
+    task_values = {**typed_parameters(task_class, values.get("task_params", {})),
+                   **parse_parameters(task_class, task_params)}
+    model_values = {**typed_parameters(model_class.Config, values.get("model_params", {})),
+                    **parse_parameters(model_class.Config, model_params)}
+    shortcuts = [(task_values, getattr(task_class, "dim_parameter", "dim"), dim), (task_values, "points", points),
+                 (model_values, model_class.depth_parameter, layers)]
+    model_parameters = {name for name, *_ in parameter_table(model_class.Config)}
+    for name, value in zip(LOOP_PARAMETERS, (loops, loop_window)):
+        if value is not None and name not in model_parameters:
+            raise ValueError(f"{name} applies to looped models only, not to {model!r}")
+        shortcuts.append((model_values, name, value))
+    for params, name, value in shortcuts:
+        if value is not None:
+            params[name] = value
+    make_task(task, **task_values)
+    model_class.Config(**model_values)
+    values.setdefault("loss_on", model_class.default_loss_on)
+    return TrainConfig(**{**values, "task_params": task_values, "model_params": model_values})
 
 
 def evaluate_run(run_dir, *, num_prompts: int = 1280, seed: int = 0, device: str = "auto",
@@ -39,3 +101,71 @@ def final_position_summary(records: list[dict]) -> list[str]:
     last = max(record["position"] for record in records)
     return [f"{r['predictor']:<20} {r['slice']:<10} {r['mean']:.4f}  [{r['ci_low']:.4f}, {r['ci_high']:.4f}]"
             for r in records if r["position"] == last]
+
+
+def probe_run(run_dir, algorithm: str, *, step_params: str = "shared", steps: int | None = None,
+              num_prompts: int = 1024, seed: int = 0, device: str = "auto", readout: str = "direct",
+              out_dir=None) -> tuple[dict, dict[str, Path]]:
+    """:func:`icl_sim.probing.probe` of the run's model on its task, written as a table and a heatmap.
+
+    Writes ``NAME.{csv,json}`` (the records) and ``NAME.png`` (layer × step residual cosine) to
+    ``out_dir`` (default ``RUN_DIR/probe``), NAME being ``algorithm``, or ``algorithm-per-step``;
+    returns probe's result and the paths (``csv``, ``json``, ``figure``).
+    """
+    config = load_config(run_dir)
+    device = resolve_device(device)
+    result = probe(load_run(run_dir, device), make_task(config.task, **config.task_params), algorithm, steps=steps,
+                   step_params=step_params, num_prompts=num_prompts, seed=seed, device=device, readout=readout)
+    out_dir = Path(out_dir) if out_dir is not None else Path(run_dir) / "probe"
+    name = algorithm if step_params == "shared" else f"{algorithm}-{step_params}"
+    csv_path, json_path = write_table(result["records"], out_dir, name)
+    cosines = residual_cosines(result["records"])
+    layers, steps = (sorted(set(index)) for index in zip(*cosines))
+    figure = plot_heatmap([[cosines[layer, step] for step in steps] for layer in layers], out_dir / f"{name}.png",
+                          rows=layers, columns=steps, xlabel=f"{algorithm} step ({step_params} step parameters)",
+                          ylabel="layer", colorbar="residual cosine", title=f"{config.model} vs {algorithm}")
+    return result, {"csv": csv_path, "json": json_path, "figure": figure}
+
+
+def residual_cosines(records: Iterable[Mapping]) -> dict[tuple[int, int], float]:
+    """(layer, step) -> residual cosine, from probe records."""
+    return {(r["layer"], r["step"]): r["value"] for r in records if r["metric"] == "residual_cosine"}
+
+
+def probe_latent_run(run_dir, target: str, *, probes=("linear",), control: str = "permuted", num_fit: int = 2048,
+                     num_prompts: int = 1024, ridge: float = 1e-3, seed: int = 0, device: str = "auto",
+                     out_dir=None) -> tuple[list[dict], dict[str, Path]]:
+    """:func:`icl_sim.latent_probes.probe_latent` of the run's model; ``latent-TARGET.{csv,json}`` in ``out_dir``.
+
+    ``out_dir`` defaults to ``RUN_DIR/probe``; returns the records and the paths (``csv``, ``json``).
+    """
+    config = load_config(run_dir)
+    device = resolve_device(device)
+    records = probe_latent(load_run(run_dir, device), make_task(config.task, **config.task_params), target,
+                           probes=probes, control=control, num_fit=num_fit, num_prompts=num_prompts, ridge=ridge,
+                           seed=seed, device=device)
+    out_dir = Path(out_dir) if out_dir is not None else Path(run_dir) / "probe"
+    csv_path, json_path = write_table(records, out_dir, f"latent-{target}")
+    return records, {"csv": csv_path, "json": json_path}
+
+
+def compare_weights_run(run_dir, lr: float = 1.0, preconditioner: str = "identity") -> list[dict]:
+    """Each layer of the run's linear-attention model against a step of the GD construction (von Oswald et al.).
+
+    ``preconditioner``: ``identity``, or ``optimal``, the optimal one-layer Γ* (Ahn et al.) for the
+    task's mean covariance over 4096 prompts drawn from the run's evaluation seed.  Returns
+    :func:`icl_sim.weight_comparison.compare_to_construction`'s records; writes nothing.
+    """
+    check_choice("preconditioner", preconditioner, PRECONDITIONERS)
+    config, model = load_config(run_dir), load_run(run_dir, "cpu")
+    layers = len(effective_layer_maps(model))
+    if model.target_dim != 1:
+        raise ValueError(f"compare-weights needs scalar labels (the GD construction); target_dim={model.target_dim}")
+    matrix = None
+    if preconditioner == "optimal":
+        task = make_task(config.task, **config.task_params)
+        prompt = task.sample(4096, make_generator(config.seed, "eval", 0), dtype=torch.float64)
+        if "covariance" not in prompt.latent:
+            raise ValueError(f"preconditioner 'optimal' needs a task with a covariance, not {config.task!r}")
+        matrix = optimal_preconditioner(prompt.latent["covariance"].mean(dim=0), prompt.points - 1)
+    return compare_to_construction(model, gd_lsa_weights(model.dim, layers, lr, matrix))

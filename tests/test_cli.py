@@ -1,13 +1,19 @@
-"""The command line: one-line errors with exit 2, and train -> eval -> files end to end."""
+"""The command line: one-line errors with exit 2, train -> eval -> files end to end, and the library calls behind
+probe, probe-latent and compare-weights giving what they print."""
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+import icl_sim.cli as cli_module
 from icl_sim.cli import cli
+from icl_sim.config import TrainConfig
+from icl_sim.reports import compare_weights_run, probe_latent_run, probe_run
 from icl_sim.tasks import TASKS
+from icl_sim.training import train
 
 TINY = ["--dim", "3", "--points", "6", "--steps", "10", "--batch-size", "8", "--device", "cpu", "--no-progress",
         "--log-every", "5"]
@@ -88,3 +94,45 @@ def test_gpt_defaults_to_loss_on_all_positions(tmp_path):
 def test_repro_list_names_the_papers():
     result = invoke("repro", "list")
     assert result.exit_code == 0 and "von-oswald-2023" in result.output
+
+
+@pytest.fixture(scope="module")
+def lsa_run(tmp_path_factory):
+    run = tmp_path_factory.mktemp("lsa") / "run"
+    train(TrainConfig(task_params={"dim": 3, "points": 8, "condition_number": 2.0}, model_params={"layers": 2},
+                      steps=20, batch_size=32, device="cpu", log_every=10), run, progress=False)
+    return run
+
+
+def same_as_printed(value, result):
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == json.loads(json.dumps(value))
+
+
+def test_probe_prints_what_probe_run_returns(lsa_run, tmp_path):
+    result, paths = probe_run(lsa_run, "gd", steps=3, num_prompts=64, device="cpu", out_dir=tmp_path)
+    same_as_printed(result, invoke("probe", str(lsa_run), "--algorithm", "gd", "--steps", "3", "--num-prompts", "64",
+                                   "--device", "cpu", "--json"))
+    assert paths["json"].read_text() == (lsa_run / "probe" / "gd.json").read_text()
+    assert paths["csv"].name == "gd.csv" and paths["figure"].stat().st_size > 1000
+
+
+def test_probe_latent_prints_what_probe_latent_run_returns(lsa_run, tmp_path):
+    records, paths = probe_latent_run(lsa_run, "w", num_fit=64, num_prompts=64, device="cpu", out_dir=tmp_path)
+    same_as_printed(records, invoke("probe-latent", str(lsa_run), "--latent", "w", "--num-fit", "64",
+                                    "--num-prompts", "64", "--device", "cpu", "--json"))
+    assert paths["json"].read_text() == (lsa_run / "probe" / "latent-w.json").read_text()
+
+
+@pytest.mark.parametrize("preconditioner", ["identity", "optimal"])
+def test_compare_weights_prints_what_compare_weights_run_returns(lsa_run, preconditioner):
+    records = compare_weights_run(lsa_run, 0.5, preconditioner)
+    same_as_printed(records, invoke("compare-weights", str(lsa_run), "--lr", "0.5", "--preconditioner",
+                                    preconditioner, "--json"))
+
+
+def test_cli_holds_no_sampling_fitting_or_plotting():
+    source = Path(cli_module.__file__).read_text()
+    for name in ("torch", "make_generator", "plot_", "probe(", "probe_latent(", "compare_to_construction",
+                 "make_task", "load_run"):
+        assert name not in source, name

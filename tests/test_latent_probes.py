@@ -122,7 +122,7 @@ def test_targets_xty_and_flattened_matrix_latents():
 
 
 def test_bad_arguments_name_the_parameter():
-    with pytest.raises(ValueError, match="target must be one of xty, covariance, w; got 'v'"):
+    with pytest.raises(ValueError, match="target must be one of xty, covariance, noise, w; got 'v'"):
         probe_latent(PlantedLayers(), TASK, "v", num_fit=8, num_prompts=8)
     for options, name in (({"probes": ("linear", "svm")}, "probe"), ({"control": "none"}, "control"),
                           ({"ridge": 0.0}, "ridge"), ({"num_fit": 1}, "num_fit")):
