@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 import sys
 import time
 import typing
@@ -16,11 +15,11 @@ from typing import Iterable, Mapping
 import click
 import sympy
 
-from icl_sim.atomic import atomic_path
 from icl_sim.claims import CLAIMS
 from icl_sim.config import DEVICES, TrainConfig, read_config_file
 from icl_sim.models import MODELS
-from icl_sim.paper_repro import REPRODUCTIONS, run_reproduction
+from icl_sim.paper_repro import REPRODUCTIONS, SCALES, run_reproduction
+from icl_sim.paper_repro.gallery import refresh_gallery
 from icl_sim.params import is_mapping, non_optional, parameter_table
 from icl_sim.probing import STEP_PARAMS
 from icl_sim.reports import (PRECONDITIONERS, compare_weights_run, evaluate_run, final_position_summary,
@@ -321,29 +320,43 @@ def repro_group():
 
 @repro_group.command("list")
 def repro_list():
-    """List the reproducible papers."""
+    """Every reproduction: its name, paper, claim and quick-scale time (2-core CPU)."""
 
     for name, reproduction in REPRODUCTIONS.items():
-        click.echo(f"{name:<22} {reproduction.TITLE}")
+        paper = reproduction.paper
+        click.echo(f"{name}  {paper.authors.split(',')[0]} et al., {paper.venue} "
+                   f"(quick scale ≈ {reproduction.quick_minutes:g} min)")
+        click.echo(f"    {reproduction.claim}")
 
 
 @repro_group.command("run")
-@click.argument("name")
-@click.option("--scale", type=click.Choice(["quick", "full"]), default="quick", show_default=True,
-              help="quick: CPU minutes; full: the paper's settings")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="output directory [runs/NAME-SCALE]")
+@click.argument("name", required=False)
+@click.option("--all", "run_all", is_flag=True, help="run every reproduction, one after another")
+@click.option("--scale", type=click.Choice(SCALES), default="quick", show_default=True,
+              help="smoke: seconds, the pipeline only; quick: CPU minutes; full: the paper's settings")
+@click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True, help="training seeds per run")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False),
+              help="output directory [runs/NAME-SCALE; with --all, runs/ holds one per reproduction]")
 @click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True)
 @click.option("--progress/--no-progress", default=True, show_default=True)
-def repro_run(name, scale, out_dir, device, progress):
-    """Run reproduction NAME: figures, results table and checks.json; exit 1 if a check fails."""
+def repro_run(name, run_all, scale, seeds, out_dir, device, progress):
+    """Run reproduction NAME (or --all): figure, results table and checks.json; exit 1 if a check fails."""
 
-    out_dir = out_dir or f"runs/{name}-{scale}"
-    checks = run_reproduction(name, scale, out_dir, device=device, progress=progress)
-    for check in checks:
-        click.echo(check.describe())
-    failed = [check for check in checks if not check.passed]
-    click.echo(f"{len(checks) - len(failed)} of {len(checks)} checks passed; results in {out_dir}")
-    if failed:
+    if run_all == (name is not None):
+        raise click.UsageError("give a reproduction NAME or --all (see `icl-sim repro list`)")
+    names = list(REPRODUCTIONS) if run_all else [name]
+    failures = 0
+    for current in names:
+        target = Path(out_dir or "runs") / f"{current}-{scale}" if run_all or not out_dir else Path(out_dir)
+        start = time.perf_counter()
+        checks = run_reproduction(current, scale, target, seeds=seeds, device=device, progress=progress)
+        for check in checks:
+            click.echo(check.describe())
+        failed = sum(not check.passed for check in checks)
+        failures += failed
+        click.echo(f"{current}: {len(checks) - failed} of {len(checks)} checks passed in "
+                   f"{time.perf_counter() - start:.0f} s; results in {target}")
+    if failures:
         sys.exit(1)
 
 
@@ -352,14 +365,11 @@ def repro_run(name, scale, out_dir, device, progress):
 @click.option("--runs", "runs_dir", type=click.Path(file_okay=False), default="runs", show_default=True)
 @click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True)
 def repro_gallery(figures_dir, runs_dir, device):
-    """Regenerate the README gallery: every reproduction at quick scale, figures copied to --figures."""
+    """Regenerate the gallery: every reproduction at quick scale, its figure and checks in --figures/README.md."""
 
-    for name in REPRODUCTIONS:
-        out_dir = Path(runs_dir) / f"{name}-quick"
-        checks = run_reproduction(name, "quick", out_dir, device=device, progress=False)
-        with atomic_path(Path(figures_dir) / f"{name}.png") as temporary:
-            shutil.copyfile(out_dir / "figure.png", temporary)
+    for name, (_, checks) in refresh_gallery(REPRODUCTIONS, figures_dir, runs_dir, device=device).items():
         click.echo(f"{name}: {sum(c.passed for c in checks)} of {len(checks)} checks passed")
+    click.echo(f"gallery in {Path(figures_dir) / 'README.md'}")
 
 
 @cli.group("theory", cls=OneLineErrors)

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import contextlib
+import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
@@ -96,29 +98,74 @@ def plot_heatmap(values: Sequence[Sequence[float]], path, *, rows: Sequence, col
     return path
 
 
-Panel = tuple[str, Mapping[str, Sequence[float]], Mapping[str, float]]
+@dataclass(frozen=True)
+class Curve:
+    """One line of a panel, with an optional 95 % band; a ``baseline`` is drawn dashed."""
+
+    label: str
+    x: Sequence[float]
+    y: Sequence[float]
+    low: Sequence[float] | None = None
+    high: Sequence[float] | None = None
+    baseline: bool = False
 
 
-def line_panels(path, x: Sequence[float], panels: Sequence[Panel], *, xlabel: str, title: str | None = None) -> Path:
-    """Side-by-side panels of curves over a shared ``x`` (e.g. training steps).
+@dataclass(frozen=True)
+class Target:
+    """An expected value where a check applies: a dotted line at ``value`` and the band the check accepts."""
 
-    Each panel is ``(ylabel, {label: values}, {label: level})``: solid curves and
-    dashed horizontal reference levels (e.g. a baseline's loss).
+    label: str
+    value: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One axes of a reproduction figure, on the paper's scales (``"linear"`` or ``"log"``)."""
+
+    xlabel: str
+    ylabel: str
+    curves: Sequence[Curve]
+    targets: Sequence[Target] = ()
+    title: str = ""
+    xscale: str = "linear"
+    yscale: str = "linear"
+
+
+def draw_figure(stem, panels: Sequence[Panel], caption: str) -> list[Path]:
+    """The gallery's one figure style: ``stem``.png and ``stem``.pdf, panels side by side, the caption below.
+
+    Models are solid with their band, baselines dashed, each check's accepted band shaded.
     """
-    path = _check_path(path)
-    with _figure(path, panels=len(panels)) as axes_list:
-        for axes, (ylabel, curves, levels) in zip(axes_list, panels):
-            colors = _palette(len(curves) + len(levels))
-            for color, (label, values) in zip(colors, curves.items()):
-                axes.plot(x, values, color=color, label=label)
-            for color, (label, level) in zip(colors[len(curves):], levels.items()):
-                axes.axhline(level, color=color, linestyle="--", linewidth=1, label=label)
-            axes.set_xlabel(xlabel)
-            axes.set_ylabel(ylabel)
-            axes.legend(frameon=False)
-        if title is not None:
-            axes_list[0].figure.suptitle(title)
-    return path
+    paths = []
+    for suffix in FORMATS:
+        path = Path(stem).with_suffix(suffix)
+        with _figure(path, panels=len(panels)) as axes_list:
+            for axes, panel in zip(axes_list, panels):
+                _draw_panel(axes, panel)
+            axes_list[0].figure.supxlabel("\n".join(textwrap.wrap(caption, 55 * len(panels))), fontsize=7)
+        paths.append(path)
+    return paths
+
+
+def _draw_panel(axes, panel: Panel) -> None:
+    colors = _palette(len(panel.curves) + len(panel.targets))
+    for color, curve in zip(colors, panel.curves):
+        axes.plot(curve.x, curve.y, color=color, label=curve.label, linestyle="--" if curve.baseline else "-",
+                  marker="o" if len(curve.x) <= 12 and not curve.baseline else None, markersize=3)
+        if curve.low is not None and curve.high is not None:
+            axes.fill_between(curve.x, curve.low, curve.high, color=color, alpha=0.2, linewidth=0)
+    for color, target in zip(colors[len(panel.curves):], panel.targets):
+        axes.axhline(target.value, color=color, linestyle=":", linewidth=1.2, label=target.label)
+        axes.axhspan(target.low, target.high, color=color, alpha=0.12, linewidth=0)
+    axes.set_xscale(panel.xscale)
+    axes.set_yscale(panel.yscale)
+    axes.set_xlabel(panel.xlabel)
+    axes.set_ylabel(panel.ylabel)
+    if panel.title:
+        axes.set_title(panel.title)
+    axes.legend(frameon=False, fontsize=7)
 
 
 def _check_path(path) -> Path:

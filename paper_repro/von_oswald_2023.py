@@ -1,20 +1,25 @@
-"""von Oswald et al. (ICML 2023), "Transformers learn in-context by gradient descent".
+"""von Oswald et al. (ICML 2023), "Transformers learn in-context by gradient descent", Fig. 2 / Sec. 3.
 
-Claim reproduced (their Fig. 2): a single linear self-attention layer trained on
-linear regression, d = 10 with N = 10 context points, x ~ U(-0.5, 0.5)^d (their
-code's ``input_range = 1``) and w ~ N(0, I), implements one step of gradient
-descent with the best step size η*.  Measured on held-out prompts: both losses
-(½·MSE, their convention), the prediction difference (mean |ŷ_LSA − ŷ_GD|, and the
-relative L2 distance), the cosine of the input sensitivities ∂ŷ/∂x_query, and the trained
-weights against the GD construction (Prop. 1), through the effective map P·(·)·Q that is
-invariant to the rescaling P → cP, Q → Q/c.
+Setting: one linear self-attention layer trained on linear regression, d = 10 with N = 10
+context points, x ~ U(-0.5, 0.5)^d (their code's ``input_range = 1``) and w ~ N(0, I), with the
+authors' Adam (β = (0.9, 0.98), ε = 1e-9) and initial weight scale 0.002.
+
+Claim: the trained layer implements one step of gradient descent with the best step size η*.
+Measured on held-out prompts: both losses (½·MSE, their convention), the prediction difference
+(mean |ŷ_LSA − ŷ_GD|, and the relative L2 distance), the cosine of the input sensitivities
+∂ŷ/∂x_query, and the trained weights against the GD construction (Prop. 1) through the
+effective map P·(·)·Q, which is invariant to the rescaling P → cP, Q → Q/c.
+
+Scales: ``full`` is the authors' src/config.py (Adam lr 1e-3, batch 512, 10k steps); ``quick``
+reaches the same optimum on a CPU in 1000 steps with lr 1e-2 and cosine decay (the optimiser's
+schedule, not the problem, is shrunk); ``smoke`` runs 10 steps to test the pipeline.
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
@@ -22,78 +27,88 @@ from icl_sim.checks import Check
 from icl_sim.config import TrainConfig
 from icl_sim.evaluation import eval_prompts
 from icl_sim.models import InContextModel
-from icl_sim.paper_repro.runs import train_or_reuse
-from icl_sim.plots import line_panels
+from icl_sim.plots import Curve, Panel, Target
 from icl_sim.prompt import Prompt
 from icl_sim.tasks import LinearRegression
 from icl_sim.theory import GD, gd_lsa_weights
 from icl_sim.weight_comparison import compare_to_construction
 
-NAME = "von-oswald-2023"
-TITLE = "von Oswald et al. 2023: one trained linear self-attention layer = one step of GD"
-SOURCE = "von Oswald et al., ICML 2023, Fig. 2 / Sec. 3"
+from .runner import held_out_prompts
+from .spec import Paper, Reproduction
+
+PAPER = Paper("J. von Oswald, E. Niklasson, E. Randazzo, J. Sacramento, A. Mordvintsev, A. Zhmoginov, "
+              "M. Vladymyrov", "Transformers learn in-context by gradient descent", "ICML 2023", "2212.07677")
+FIGURE_2 = "von Oswald et al. 2023, Fig. 2 / Sec. 3"
 TASK = LinearRegression(dim=10, points=11, x_distribution="uniform", x_bound=0.5, prior_scale=1.0)
+#: the authors' Adam (src/config.py: b1 0.9, b2 0.98, eps 1e-9), at every scale
+ADAM_BETAS, ADAM_EPS = (0.9, 0.98), 1e-9
+#: prompts of the empirical η* (a property of the task, the same at every scale)
+STEP_SIZE_PROMPTS = 50_000
 
 
 @dataclass(frozen=True)
 class Settings:
     """Training and measurement sizes of one scale."""
+
     steps: int
     batch_size: int
     lr: float
     lr_schedule: str
-    init_scale: float
     log_every: int
     test_prompts: int
     probe_prompts: int
+    init_scale: float = 0.002
 
-
-#: the authors' Adam (src/config.py: b1 0.9, b2 0.98, eps 1e-9), at both scales
-ADAM_BETAS, ADAM_EPS = (0.9, 0.98), 1e-9
 
 SCALES = {
-    # CPU minutes: a larger step and cosine decay reach the optimum in fewer steps.
-    "quick": Settings(steps=1000, batch_size=1024, lr=1e-2, lr_schedule="cosine", init_scale=0.002, log_every=50,
+    "smoke": Settings(steps=10, batch_size=32, lr=1e-2, lr_schedule="constant", log_every=5, test_prompts=256,
+                      probe_prompts=64),
+    "quick": Settings(steps=1000, batch_size=1024, lr=1e-2, lr_schedule="cosine", log_every=50,
                       test_prompts=10_000, probe_prompts=1024),
-    # The authors' src/config.py: Adam lr 1e-3, batch 512, 10k steps, init scale 0.002.
-    "full": Settings(steps=10_000, batch_size=512, lr=1e-3, lr_schedule="constant", init_scale=0.002, log_every=100,
+    "full": Settings(steps=10_000, batch_size=512, lr=1e-3, lr_schedule="constant", log_every=100,
                      test_prompts=10_000, probe_prompts=2048),
 }
 
 
-def best_gd_step_size(task: LinearRegression, num_prompts: int, seed: int, device) -> float:
+def runs(settings: Settings) -> dict[str, TrainConfig]:
+    return {"lsa": TrainConfig(task=TASK.name, task_params=dataclasses.asdict(TASK), model="lsa",
+                               model_params={"layers": 1, "init_scale": settings.init_scale}, steps=settings.steps,
+                               batch_size=settings.batch_size, lr=settings.lr, betas=ADAM_BETAS, adam_eps=ADAM_EPS,
+                               lr_schedule=settings.lr_schedule, loss_on="last", log_every=settings.log_every,
+                               checkpoint_every=max(settings.steps // 5, 1))}
+
+
+@functools.lru_cache(maxsize=None)
+def best_gd_step_size(device: str = "cpu") -> float:
     """η* minimising the one-step-GD risk at the query: the exact minimiser of the empirical quadratic.
 
-    One GD step predicts η·s with s = (1/n) Σ_j y_j x_jᵀ x_q, so the risk E(ηs − y)²
-    is minimised by η* = E[s y] / E[s²]; the authors tune η by training, the same optimum.
+    One GD step predicts η·s with s = (1/n) Σ_j y_j x_jᵀ x_q, so the risk E(ηs − y)² is minimised
+    by η* = E[s y] / E[s²] (``STEP_SIZE_PROMPTS`` prompts); the authors tune η by training, the
+    same optimum.
     """
     unit_step = GD(steps=1, lr=1.0)
     numerator = denominator = 0.0
-    for prompt in eval_prompts(task, num_prompts=num_prompts, seed=seed, device=device):
+    for prompt in eval_prompts(TASK, num_prompts=STEP_SIZE_PROMPTS, seed=1, device=device):
         s = unit_step.predict(prompt.xs, prompt.ys)[:, -1]
         numerator += float((s * prompt.ys[:, -1]).sum())
         denominator += float((s * s).sum())
     return numerator / denominator
 
 
-def query_predictions_and_sensitivities(predictor, prompt: Prompt) -> tuple[torch.Tensor, torch.Tensor]:
-    """The prediction at the final query and its gradient with respect to that query, per prompt."""
-    query = prompt.xs[:, -1].detach().clone().requires_grad_(True)
-    xs = torch.cat([prompt.xs[:, :-1], query.unsqueeze(1)], dim=1)
-    with torch.enable_grad():
-        forward = predictor if isinstance(predictor, InContextModel) else predictor.predict
-        preds = forward(xs, prompt.ys)[:, -1]
-        (gradient,) = torch.autograd.grad(preds.sum(), query)
-    return preds.detach(), gradient
+def monitor(settings: Settings, device):
+    """Fig. 2's curves over training: the model's alignment with GD at η* on the probe prompts."""
+    gd = GD(steps=1, lr=best_gd_step_size(str(device)))
+    probe = held_out_prompts(TASK, "probe", settings.probe_prompts, device)
+    return lambda model: alignment(model, gd, probe)
 
 
 def alignment(model: InContextModel, gd: GD, prompt: Prompt) -> dict[str, float]:
     """Loss of model and GD, their prediction differences, and the sensitivity cosine."""
-    model_64 = _float64_copy(model)
+    model_64 = copy.deepcopy(model).double().eval()
     y = prompt.ys[:, -1]
     model_pred, model_grad = query_predictions_and_sensitivities(model_64, prompt)
     gd_pred = gd.predict(prompt.xs, prompt.ys)[:, -1]
-    gd_grad = _one_step_gd_sensitivity(gd, prompt)
+    gd_grad = gd.lr * (prompt.ys[:, :-1, None] * prompt.xs[:, :-1]).mean(dim=1)  # ∂ŷ/∂x_q of one GD step from 0
     cosine = torch.nn.functional.cosine_similarity(model_grad, gd_grad, dim=-1)
     return {
         "loss_model": 0.5 * float((model_pred - y).square().mean()),
@@ -104,70 +119,77 @@ def alignment(model: InContextModel, gd: GD, prompt: Prompt) -> dict[str, float]
     }
 
 
-def _one_step_gd_sensitivity(gd: GD, prompt: Prompt) -> torch.Tensor:
-    """∂ŷ/∂x_q of one GD step from 0: η·(1/n) Σ_j y_j x_j, exact."""
-    context_xs, context_ys = prompt.xs[:, :-1], prompt.ys[:, :-1]
-    return gd.lr * (context_ys.unsqueeze(-1) * context_xs).mean(dim=1)
+def query_predictions_and_sensitivities(model: InContextModel, prompt: Prompt) -> tuple[torch.Tensor, torch.Tensor]:
+    """The prediction at the final query and its gradient with respect to that query, per prompt."""
+    query = prompt.xs[:, -1].detach().clone().requires_grad_(True)
+    xs = torch.cat([prompt.xs[:, :-1], query.unsqueeze(1)], dim=1)
+    with torch.enable_grad():
+        preds = model(xs, prompt.ys)[:, -1]
+        (gradient,) = torch.autograd.grad(preds.sum(), query)
+    return preds.detach(), gradient
 
 
-def _float64_copy(model: InContextModel) -> InContextModel:
-    return copy.deepcopy(model).double().eval()
+def measure(measurement) -> dict:
+    eta = best_gd_step_size(str(measurement.device))
+    test = measurement.prompts(TASK, "test", measurement.settings.test_prompts)
+    rows = []
+    for seed, model in enumerate(measurement.models["lsa"]):
+        (weights,) = compare_to_construction(model, gd_lsa_weights(TASK.dim, 1, eta), maps=("full",))
+        final = {"gd_step_size": eta, **alignment(model, GD(steps=1, lr=eta), test),
+                 "weight_cosine": weights["cosine"], "weight_scale": weights["scale"]}
+        rows += [{"seed": seed, "quantity": key, "value": value} for key, value in final.items()]
+    return {"rows": rows, "histories": measurement.histories["lsa"]}
 
 
-def run(scale: str, out_dir: Path, *, device, progress: bool) -> tuple[list[Check], list[dict]]:
-    """Train (or reuse) the LSA run, measure its alignment with GD, draw the figure."""
-    settings = SCALES[scale]
-    eta = best_gd_step_size(TASK, 50_000, seed=1, device=device)
-    gd = GD(steps=1, lr=eta)
-    probe = next(eval_prompts(TASK, num_prompts=settings.probe_prompts, batch_size=settings.probe_prompts, seed=2,
-                              device=device))
-    config = TrainConfig(task=TASK.name, task_params=_task_params(), model="lsa",
-                         model_params={"layers": 1, "init_scale": settings.init_scale}, steps=settings.steps,
-                         batch_size=settings.batch_size, lr=settings.lr, betas=ADAM_BETAS, adam_eps=ADAM_EPS,
-                         lr_schedule=settings.lr_schedule, loss_on="last",
-                         seed=0, device=str(device), log_every=settings.log_every,
-                         checkpoint_every=settings.steps // 5)
-    model, history = train_or_reuse(config, out_dir / "run", progress=progress,
-                                    log_extra=lambda m: alignment(m, gd, probe))
-    test = next(eval_prompts(TASK, num_prompts=settings.test_prompts, batch_size=settings.test_prompts, seed=3,
-                             device=device))
-    (weights,) = compare_to_construction(model, gd_lsa_weights(TASK.dim, 1, eta), maps=("full",))
-    final = {"gd_step_size": eta, **alignment(model, gd, test), "weight_cosine": weights["cosine"],
-             "weight_scale": weights["scale"]}
-    _plot(history, final, out_dir / "figure.png")
-    checks = [
-        Check("relative loss gap |L_LSA − L_GD| / L_GD", 0.05,
-              abs(final["loss_model"] - final["loss_gd"]) / final["loss_gd"], relation="at_most", source=SOURCE),
-        Check("relative L2 distance of predictions", 0.1, final["relative_prediction_distance"], relation="at_most",
-              source=SOURCE),
-        Check("cosine of sensitivities dŷ/dx_query", 0.99, final["sensitivity_cosine"], relation="at_least",
-              source=SOURCE),
-        Check("cosine of the trained weights with the GD construction at η*", 0.98, final["weight_cosine"],
-              relation="at_least", source="von Oswald et al., ICML 2023, Prop. 1 and Fig. 2"),
+def _mean(results: dict, quantity: str) -> float:
+    values = [row["value"] for row in results["rows"] if row["quantity"] == quantity]
+    return sum(values) / len(values)
+
+
+def checks(results: dict, settings: Settings) -> list[Check]:
+    gap = abs(_mean(results, "loss_model") - _mean(results, "loss_gd")) / _mean(results, "loss_gd")
+    return [
+        Check("relative loss gap |L_LSA − L_GD| / L_GD", 0.05, gap, relation="at_most", source=FIGURE_2),
+        Check("relative L2 distance of predictions", 0.1, _mean(results, "relative_prediction_distance"),
+              relation="at_most", source=FIGURE_2),
+        Check("cosine of sensitivities dŷ/dx_query", 0.99, _mean(results, "sensitivity_cosine"), relation="at_least",
+              source=FIGURE_2),
+        Check("cosine of the trained weights with the GD construction at η*", 0.98, _mean(results, "weight_cosine"),
+              relation="at_least", source="von Oswald et al. 2023, Prop. 1 and Fig. 2"),
     ]
-    rows = [{"quantity": key, "value": value} for key, value in final.items()]
-    return checks, rows
 
 
-def _task_params() -> dict:
-    return {f.name: getattr(TASK, f.name) for f in dataclasses.fields(TASK)}
+def figure(results: dict, settings: Settings) -> list[Panel]:
+    """Fig. 2: loss, prediction difference and sensitivity cosine over training (one curve per seed)."""
+    histories = results["histories"]
+
+    def curves(key: str, label: str) -> list[Curve]:
+        return [Curve(label if len(histories) == 1 else f"{label}, seed {seed}", [r["step"] for r in history],
+                      [r[key] for r in history]) for seed, history in enumerate(histories)]
+
+    eta = _mean(results, "gd_step_size")
+    gd_loss = Curve(f"GD, η* = {eta:.2f}", [histories[0][0]["step"], histories[0][-1]["step"]],
+                    [histories[0][-1]["loss_gd"]] * 2, baseline=True)
+    return [
+        Panel("training step", "loss (½·MSE)", [*curves("loss_model", "trained LSA"), gd_loss], yscale="log"),
+        Panel("training step", "mean |ŷ_LSA − ŷ_GD|",
+              curves("mean_absolute_prediction_difference", "prediction difference"), yscale="log"),
+        Panel("training step", "cos(∂ŷ_LSA/∂x_q, ∂ŷ_GD/∂x_q)", curves("sensitivity_cosine", "sensitivity cosine"),
+              targets=[Target("required ≥ 0.99", 0.99, 0.99, 1.0)]),
+    ]
 
 
-def _plot(history: list[dict], final: dict, path: Path) -> None:
-    """Fig. 2 of the paper: loss, prediction difference and sensitivity cosine over training."""
-    steps = [record["step"] for record in history]
-    line_panels(
-        path,
-        steps,
-        panels=[
-            ("loss (½·MSE)", {"trained LSA": [r["loss_model"] for r in history]},
-             {"GD, best η": history[-1]["loss_gd"]}),
-            ("prediction difference",
-             {"|ŷ_LSA − ŷ_GD|": [r["mean_absolute_prediction_difference"] for r in history]}, {}),
-            ("sensitivity cosine", {"cos(∂ŷ_LSA, ∂ŷ_GD)": [r["sensitivity_cosine"] for r in history]}, {}),
-        ],
-        xlabel="training step",
-        title=f"{TITLE} (η* = {final['gd_step_size']:.3f})",
-    )
-
-
+REPRODUCTION = Reproduction(
+    name="von-oswald-2023",
+    paper=PAPER,
+    claim="A single trained linear self-attention layer implements one step of gradient descent with the "
+          "risk-optimal step size.",
+    caption="Fig. 2 of the paper: one LSA layer trained on d = 10, N = 10, x ~ U(−0.5, 0.5) against one GD step",
+    scales=SCALES,
+    runs=runs,
+    measure=measure,
+    checks=checks,
+    figure=figure,
+    quick_minutes=0.5,
+    monitor=monitor,
+)

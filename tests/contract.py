@@ -1,4 +1,4 @@
-"""Checks that every Predictor must pass, shared by the baseline and model tests."""
+"""Checks that every Predictor must pass, and a structureless prompt, shared by the baseline and model tests."""
 from __future__ import annotations
 
 import torch
@@ -16,3 +16,10 @@ def assert_no_peek(predictor, xs: torch.Tensor, ys: torch.Tensor, atol: float = 
         changed = predictor.predict(xs_changed, ys_changed)
         torch.testing.assert_close(changed[:, : i + 1], reference[:, : i + 1], atol=atol, rtol=0,
                                    msg=lambda m: f"position <= {i} peeked at later points: {m}")
+
+
+def gaussian_prompt(batch: int, points: int, dim: int, seed: int = 0, dtype=torch.float64):
+    """Standard normal xs (B, N, d) and ys (B, N) from one seeded generator: a prompt with no structure."""
+    generator = torch.Generator().manual_seed(seed)
+    return (torch.randn(batch, points, dim, generator=generator, dtype=dtype),
+            torch.randn(batch, points, generator=generator, dtype=dtype))

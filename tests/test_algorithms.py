@@ -1,11 +1,8 @@
 """Iterative in-context algorithms against plain-numpy loops over batch, prefix and step."""
-import math
-
 import numpy as np
 import pytest
 import torch
 
-from contract import assert_no_peek
 from icl_sim.theory import (GD, OLS, DiscreteMMSE, GDPlusPlus, StepwiseGDPlusPlus, Newton, PowerMethod,
                             PreconditionedGD, StepwisePreconditionedGD, RecursiveLeastSquares, Ridge)
 from icl_sim.theory.baselines import gradient_descent, gradient_descent_spectral, in_eigenbasis
@@ -302,46 +299,21 @@ def test_power_method_does_not_peek():
                                    rtol=0, atol=1e-12)
 
 
-# ---- common contract ----------------------------------------------------------------------------
-
-POOL = torch.randn(5, 4, generator=torch.Generator().manual_seed(11), dtype=torch.float64)
-ALL = [PreconditionedGD(3, 0.2, torch.eye(4) * 0.5), StepwisePreconditionedGD(torch.eye(4).expand(2, 4, 4) * 0.4),
-       GDPlusPlus(3, 0.3, 0.2), StepwiseGDPlusPlus([0.3, 0.6], [0.2, 0.0]), Newton(5),
-       RecursiveLeastSquares(0.5), DiscreteMMSE(POOL, 0.5)]
-
-
-@pytest.mark.parametrize("baseline", ALL, ids=lambda b: type(b).__name__)
-def test_no_peek(baseline):
-    assert_no_peek(baseline, *prompt(3, 9, 4))
-
-
-@pytest.mark.parametrize("baseline", ALL, ids=lambda b: type(b).__name__)
-def test_float32_input_is_computed_in_float64(baseline):
-    xs, ys = (t.float() for t in prompt(4, 10, 4))
-    preds = baseline.predict(xs, ys)
-    assert preds.dtype == torch.float64 and preds.device == xs.device
-    torch.testing.assert_close(preds, baseline.predict(xs.double(), ys.double()), rtol=0, atol=0)
-
+# ---- constructor and dimension errors ----------------------------------------------------------
+# The predictor contract (no peeking, float64, bad shapes) and the generic constructor errors (NaN, inf,
+# strings, negative or non-integer counts, 1-d tensors) are tests/test_contracts.py's, for every baseline.
 
 @pytest.mark.parametrize("make, name", [
-    (lambda: PreconditionedGD(-1, 0.1, torch.eye(2)), "steps"),
-    (lambda: PreconditionedGD(1, math.nan, torch.eye(2)), "lr"),
     (lambda: PreconditionedGD(1, 0.1, torch.ones(2, 3)), "preconditioner"),
     (lambda: PreconditionedGD(1, 0.1, [[1.0]]), "preconditioner"),
-    (lambda: PreconditionedGD(1, 0.1, torch.tensor([[math.inf]])), "preconditioner"),
-    (lambda: GDPlusPlus(1.0, 0.1, 0.1), "steps"), (lambda: GDPlusPlus(1, 0.1, math.inf), "gamma"),
-    (lambda: GDPlusPlus(1, "a", 0.1), "lr"),
     (lambda: StepwisePreconditionedGD(torch.eye(2)), "preconditioners"),
     (lambda: StepwisePreconditionedGD(torch.ones(2, 2, 3)), "preconditioners"),
     (lambda: StepwiseGDPlusPlus([0.1, 0.2], [0.1]), "corrections"),
-    (lambda: StepwiseGDPlusPlus([0.1, math.nan], [0.1, 0.1]), "step_sizes"),
-    (lambda: Newton(-2), "steps"), (lambda: Newton(2, 0.0), "scale"), (lambda: Newton(2, 2.5), "scale"),
+    (lambda: Newton(2, 0.0), "scale"), (lambda: Newton(2, 2.5), "scale"),
     (lambda: Ridge.bayes_optimal(0.0, 1.0), "noise"), (lambda: Ridge.bayes_optimal(-1.0, 1.0), "noise"),
     (lambda: Ridge.bayes_optimal(1.0, 0.0), "prior_scale"), (lambda: Ridge.bayes_optimal(1.0, -2.0), "prior_scale"),
     (lambda: RecursiveLeastSquares(0.0), "lam"),
-    (lambda: DiscreteMMSE(torch.ones(3), 0.1), "pool"), (lambda: DiscreteMMSE(torch.ones(0, 2), 0.1), "pool"),
-    (lambda: DiscreteMMSE(torch.ones(3, 2), 0.0), "noise"),
-    (lambda: PowerMethod(-1), "steps"), (lambda: PowerMethod(True), "steps"),
+    (lambda: DiscreteMMSE(torch.ones(0, 2), 0.1), "pool"), (lambda: DiscreteMMSE(torch.ones(3, 2), 0.0), "noise"),
 ])
 def test_bad_parameters_name_the_parameter(make, name):
     with pytest.raises(ValueError, match=name):
@@ -355,13 +327,3 @@ def test_dimension_mismatch_names_the_parameter(baseline, name):
     with pytest.raises(ValueError, match=name):
         baseline.predict(*prompt(2, 5, 4))
 
-
-@pytest.mark.parametrize("baseline", ALL, ids=lambda b: type(b).__name__)
-def test_bad_shapes_are_rejected(baseline):
-    xs, ys = prompt(3, 6, 4)
-    with pytest.raises(ValueError, match="xs"):
-        baseline.predict(xs[0], ys[0])
-    with pytest.raises(ValueError, match="ys"):
-        baseline.predict(xs, ys[:, :-1])
-    with pytest.raises(ValueError, match="xs"):
-        PowerMethod(2).directions(xs[0])

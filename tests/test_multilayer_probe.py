@@ -31,6 +31,8 @@ from icl_sim.theory import gd_lsa_weights
 from icl_sim.training import train
 from icl_sim.weight_comparison import compare_to_construction
 
+pytestmark = pytest.mark.slow  # the module's 4000-step training run: about 20 s
+
 TASK_PARAMS = {"dim": 3, "points": 10, "condition_number": 4.0}
 
 

@@ -11,7 +11,6 @@ import math
 import numpy as np
 import pytest
 import torch
-from contract import assert_no_peek
 from tiny_runs import train_and_evaluate
 from icl_sim.tasks import PCA, TASKS, make_task
 from icl_sim.theory.algorithms import PowerMethod
@@ -117,26 +116,16 @@ def test_power_method_improves_with_steps_and_reaches_the_eigenvector():
     assert scores[-1] == pytest.approx(exact, abs=1e-3)  # 60 steps at ratio ~1/2 per step: converged
 
 
-def test_trivial_level_matches_monte_carlo():
-    # the power method with 0 steps is the fixed guess 1/√d: E|cos| = E|u₁| for u uniform on the sphere
-    dim, batch = 5, 4000
-    task = PCA(dim=dim, points=2)
-    prompt = draw(task, batch, seed=7)
-    score = (PowerMethod(0).predict(prompt.xs) * prompt.targets).sum(-1).abs()[:, 0]
-    se = score.std().item() / math.sqrt(batch)
-    assert abs(score.mean().item() - task.trivial_error()) <= Z * se
+def test_trivial_level_closed_forms():
+    # E|cos| of the fixed guess 1/√d against Monte Carlo: tests/test_contracts.py
     assert PCA(dim=1).trivial_error() == pytest.approx(1.0)
     assert PCA(dim=2).trivial_error() == pytest.approx(2 / math.pi)
 
 
-def test_baselines_do_not_peek():
-    task = PCA(dim=3, points=7)
-    prompt = draw(task, 3, seed=8)
-    baselines = task.baselines()
+def test_baselines():
+    # no peeking and the targets' shape: tests/test_contracts.py
+    baselines = PCA(dim=3, points=7).baselines()
     assert {"top eigenvector", "Zero"} <= set(baselines) and len(baselines) == 5
-    for predictor in baselines.values():
-        assert_no_peek(predictor, prompt.xs, prompt.ys)
-        assert predictor.predict(prompt.xs, prompt.ys).shape == prompt.targets.shape
 
 
 # -- overrides, validation, scale --------------------------------------------------------
@@ -147,22 +136,12 @@ def test_active_dims_and_points_overrides():
     assert xs.shape == (4, 9, 6) and prompt.targets.shape == (4, 9, 6)
     assert np.all(xs[..., 2:] == 0) and np.all(u[:, 2:] == 0) and np.all(cov[:, 2:] == 0)
     np.testing.assert_allclose(np.linalg.eigvalsh(cov[:, :2, :2]), np.broadcast_to([1.0, 3.0], (4, 2)), atol=1e-12)
-    for bad, name in [(dict(active_dims=7), "active_dims"), (dict(points=0), "points")]:
-        with pytest.raises(ValueError, match=name):
-            task.sample(2, make_generator(0, "eval"), **bad)
 
 
-def test_same_seed_same_prompt_and_float32():
-    task = PCA(dim=3, points=5)
-    a, b = task.sample(4, make_generator(1, "train", 0)), task.sample(4, make_generator(1, "train", 0))
-    assert torch.equal(a.xs, b.xs) and torch.equal(a.latent["direction"], b.latent["direction"])
-    assert a.xs.dtype == torch.float32 and a.targets.dtype == torch.float32
-    assert not torch.equal(a.xs, task.sample(4, make_generator(1, "train", 1)).xs)
-
-
+# NaN, non-integer sizes, bad sample arguments: tests/test_contracts.py, for every task
 @pytest.mark.parametrize("params, name", [
     (dict(dim=0), "dim"), (dict(points=0), "points"), (dict(eigengap=0.0), "eigengap"),
-    (dict(eigengap=-1.0), "eigengap"), (dict(eigengap=float("nan")), "eigengap"), (dict(dim=1.5), "dim"),
+    (dict(eigengap=-1.0), "eigengap"),
 ])
 def test_invalid_parameters_name_themselves(params, name):
     with pytest.raises(ValueError, match=name):

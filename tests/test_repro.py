@@ -6,6 +6,8 @@ import pytest
 
 from icl_sim.paper_repro import run_reproduction, von_oswald_2023
 
+pytestmark = pytest.mark.slow  # the quick-scale run: about 13 s (smoke scale: tests/test_contracts.py)
+
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):

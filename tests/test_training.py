@@ -1,8 +1,13 @@
-"""The training loop: determinism, resume bit for bit, divergence, curriculum, learning-rate schedules."""
+"""The training loop: determinism, resume after a crash, divergence, curriculum, learning-rate schedules.
+
+Resuming after Ctrl-C bit for bit, for every model family: tests/test_contracts.py.
+"""
 import math
 
 import pytest
 import torch
+
+from tiny_runs import Stop, assert_identical, parameters, stop_at
 
 from icl_sim.config import Curriculum, TrainConfig
 from icl_sim.run_io import load_run, read_metrics
@@ -16,51 +21,12 @@ def tiny_config(**changes):
     return TrainConfig(**{**base, **changes})
 
 
-def parameters(model):
-    return {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
-
-
-def assert_identical(first, second):
-    assert first.keys() == second.keys()
-    for name in first:
-        assert torch.equal(first[name], second[name]), name
-
-
-class Stop(Exception):
-    pass
-
-
-def stop_at(step_to_stop, exception):
-    calls = {"n": 0}
-
-    def log_extra(model):
-        calls["n"] += 1
-        if calls["n"] * 5 == step_to_stop:
-            raise exception
-        return {}
-
-    return log_extra
-
-
 def test_same_config_gives_identical_models(tmp_path):
     first = parameters(train(tiny_config(), tmp_path / "a", progress=False))
     second = parameters(train(tiny_config(), tmp_path / "b", progress=False))
     assert_identical(first, second)
     other_seed = parameters(train(tiny_config(seed=1), tmp_path / "c", progress=False))
     assert not torch.equal(first["value"], other_seed["value"])
-
-
-@pytest.mark.parametrize("model, model_params", [
-    ("lsa", {"layers": 2}), ("gpt", {"n_layer": 1, "n_embd": 16, "n_head": 2, "dropout": 0.1})])
-def test_resume_after_ctrl_c_is_bit_identical(tmp_path, model, model_params):
-    config = tiny_config(model=model, model_params=model_params, loss_on="all")
-    reference = parameters(train(config, tmp_path / "straight", progress=False))
-    with pytest.raises(KeyboardInterrupt):
-        train(config, tmp_path / "resumed", progress=False, log_extra=stop_at(15, KeyboardInterrupt()))
-    resumed = parameters(train(config, tmp_path / "resumed", resume=True, progress=False))
-    assert_identical(reference, resumed)
-    assert [r["step"] for r in read_metrics(tmp_path / "resumed")] == [5, 10, 15, 20]
-    assert read_metrics(tmp_path / "resumed") == read_metrics(tmp_path / "straight")
 
 
 def test_resume_after_crash_restarts_from_last_checkpoint(tmp_path):
