@@ -58,7 +58,7 @@ def train_config(values: Mapping[str, Any] | None = None, *, task_params: Iterab
                    **parse_parameters(task_class, task_params)}
     model_values = {**typed_parameters(model_class.Config, values.get("model_params", {})),
                     **parse_parameters(model_class.Config, model_params)}
-    shortcuts = [(task_values, getattr(task_class, "dim_parameter", "dim"), dim), (task_values, "points", points),
+    shortcuts = [(task_values, task_class.dim_parameter, dim), (task_values, "points", points),
                  (model_values, model_class.depth_parameter, layers)]
     model_parameters = {name for name, *_ in parameter_table(model_class.Config)}
     for name, value in zip(LOOP_PARAMETERS, (loops, loop_window)):

@@ -10,13 +10,13 @@ problem min_W Σ_j ‖x_{j+1} − W x_j‖².
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 
 from icl_sim.prompt import Prompt
-from icl_sim.tasks.base import sample_shape
+from icl_sim.tasks.base import TaskFamily, parameter, sample_shape
 from icl_sim.tasks.linear_regression import _haar_rotation
 from icl_sim.theory.baselines import Zero
 from icl_sim.theory.sequence_baselines import OneStepGD, VectorOLS
@@ -26,12 +26,9 @@ TRANSITIONS = ("orthogonal", "diagonal-unitary", "contractive")
 INITIALS = ("gaussian", "sparse", "ones")
 
 
-def _help(text: str, default):
-    return field(default=default, metadata={"help": text})
-
 
 @dataclass(frozen=True)
-class Autoregressive:
+class Autoregressive(TaskFamily):
     """Prompts of one trajectory x_0, x_1, ..., x_N of x_{t+1} = W x_t + σ ε_t in R^d, W per prompt.
 
     Encoding: ``xs[:, t] = x_t`` and ``ys[:, t] = x_{t+1}`` (vector labels, target_dim = d),
@@ -63,19 +60,15 @@ class Autoregressive:
     """
 
     name: ClassVar[str] = "autoregressive"
-    metric: ClassVar[str] = "squared_error"
-    loss: ClassVar[str] = "squared_error"
-    evaluated_positions: ClassVar[str] = "all"
-    probe_algorithms: ClassVar[tuple[str, ...]] = ()
 
-    dim: int = _help("state dimension d", 5)
-    points: int = _help("transitions per prompt N (positions; the sequence has N+1 states)", 20)
-    noise: float = _help("transition-noise standard deviation σ", 0.0)
-    transition: str = _help("law of W: orthogonal, diagonal-unitary or contractive", "diagonal-unitary")
-    spectral_radius: float = _help("spectral radius of a contractive W, in (0, 1)", 0.9)
-    initial: str = _help("law of x_0: gaussian, sparse (±s·e_k) or ones (s·1/√d)", "gaussian")
-    initial_scale: float = _help("scale s of x_0 (standard deviation for gaussian, norm otherwise)", 1.0)
-    gd_step: float = _help("step η of the one-step GD baseline: Ŵ = (η/t) Σ_{j<t} x_{j+1} x_jᵀ", 1.0)
+    dim: int = parameter("state dimension d", 5)
+    points: int = parameter("transitions per prompt N (positions; the sequence has N+1 states)", 20)
+    noise: float = parameter("transition-noise standard deviation σ", 0.0)
+    transition: str = parameter("law of W: orthogonal, diagonal-unitary or contractive", "diagonal-unitary")
+    spectral_radius: float = parameter("spectral radius of a contractive W, in (0, 1)", 0.9)
+    initial: str = parameter("law of x_0: gaussian, sparse (±s·e_k) or ones (s·1/√d)", "gaussian")
+    initial_scale: float = parameter("scale s of x_0 (standard deviation for gaussian, norm otherwise)", 1.0)
+    gd_step: float = parameter("step η of the one-step GD baseline: Ŵ = (η/t) Σ_{j<t} x_{j+1} x_jᵀ", 1.0)
 
     def __post_init__(self):
         check_int("dim", self.dim, 1)

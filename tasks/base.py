@@ -1,6 +1,7 @@
 """What every task family provides: a sampler, a metric and its reference baselines."""
 from __future__ import annotations
 
+from dataclasses import field
 from typing import ClassVar, Mapping, Protocol
 
 import torch
@@ -25,7 +26,8 @@ class Task(Protocol):
     question after its edges).  ``slices(prompt)`` may name subsets of prompts,
     as boolean masks (B,), that evaluation reports beside the whole.
     ``probe_algorithms`` names the ``icl_sim.probing`` algorithms whose steps solve
-    this task, the ones a trained model's layers can be matched with.
+    this task, the ones a trained model's layers can be matched with; ``dim_parameter`` names
+    the field that ``icl-sim train --dim`` sets.  ``TaskFamily`` gives these their common values.
     """
 
     name: ClassVar[str]
@@ -33,6 +35,7 @@ class Task(Protocol):
     loss: ClassVar[str]
     evaluated_positions: ClassVar[str]
     probe_algorithms: ClassVar[tuple[str, ...]]
+    dim_parameter: ClassVar[str]
     dim: int
     points: int
     target_dim: int
@@ -43,6 +46,23 @@ class Task(Protocol):
     def baselines(self) -> Mapping[str, Predictor]: ...
 
     def slices(self, prompt: Prompt) -> Mapping[str, torch.Tensor]: ...
+
+
+class TaskFamily:
+    """The Task contract's class attributes at their common values: a family overrides what differs."""
+
+    metric: ClassVar[str] = "squared_error"
+    loss: ClassVar[str] = "squared_error"
+    evaluated_positions: ClassVar[str] = "all"
+    probe_algorithms: ClassVar[tuple[str, ...]] = ()
+    target_dim: ClassVar[int] = 1
+    #: the field that ``icl-sim train --dim`` sets (e.g. ``n`` for Boolean inputs)
+    dim_parameter: ClassVar[str] = "dim"
+
+
+def parameter(help_text: str, default):
+    """A task field: its default, and the help that ``--task-param`` and ``icl-sim tasks`` show."""
+    return field(default=default, metadata={"help": help_text})
 
 
 def sample_shape(task, batch_size: int, points: int | None, active_dims: int | None) -> tuple[int, int]:

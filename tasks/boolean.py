@@ -62,12 +62,13 @@ teaching length is in the latent ``teaching_length`` (B,) int64.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 
 from icl_sim.prompt import Prompt
+from icl_sim.tasks.base import TaskFamily, parameter
 from icl_sim.theory.baselines import Averaging
 from icl_sim.theory.boolean_learners import (ConjunctionElimination, DisjunctionElimination, HammingKNN, MajorityLabel,
                                              ParityElimination)
@@ -81,31 +82,25 @@ DEFAULT_PLANT = {"conjunction": 0.3, "disjunction": 0.3, "sparse-disjunction": 0
 TERMS = 3  # terms of a 3-DNF, clauses of a 3-CNF
 
 
-def _help(text: str, default):
-    return field(default=default, metadata={"help": text})
-
 
 @dataclass(frozen=True)
-class Boolean:
+class Boolean(TaskFamily):
     """Prompts (x_i, f(x_i)) with x_i ∈ {±1}^n and f a Boolean function drawn per prompt."""
     name: ClassVar[str] = "boolean"
     metric: ClassVar[str] = "accuracy"
     loss: ClassVar[str] = "logistic"
-    evaluated_positions: ClassVar[str] = "all"
-    probe_algorithms: ClassVar[tuple[str, ...]] = ()
-    target_dim: ClassVar[int] = 1
     dim_parameter: ClassVar[str] = "n"
 
-    function: str = _help(f"function class: {', '.join(FUNCTIONS)}", "conjunction")
-    n: int = _help("input dimension n (x ∈ {±1}^n)", 28)
-    points: int = _help("points per prompt N", 70)
-    teaching: bool = _help(f"start each prompt with a teaching sequence ({', '.join(TEACHABLE)})", False)
-    sparsity: int | None = _help("size of the subset of sparse-parity (default 2) / sparse-disjunction (default 4)",
+    function: str = parameter(f"function class: {', '.join(FUNCTIONS)}", "conjunction")
+    n: int = parameter("input dimension n (x ∈ {±1}^n)", 28)
+    points: int = parameter("points per prompt N", 70)
+    teaching: bool = parameter(f"start each prompt with a teaching sequence ({', '.join(TEACHABLE)})", False)
+    sparsity: int | None = parameter("size of the subset of sparse-parity (default 2) / sparse-disjunction (default 4)",
                                  None)
-    plant_probability: float | None = _help(
+    plant_probability: float | None = parameter(
         "probability that a point is planted (conjunction positive / disjunction negative); default per class",
         None)
-    start_points: int = _help("nearest-neighbour: points labelled at random before labels copy the nearest one", 1)
+    start_points: int = parameter("nearest-neighbour: points labelled at random before labels copy the nearest one", 1)
 
     def __post_init__(self):
         check_choice("function", self.function, FUNCTIONS)

@@ -60,44 +60,40 @@ long (the sampled graph size; n except for padded Erdős–Rényi graphs).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 
 from icl_sim.prompt import Prompt
+from icl_sim.tasks.base import TaskFamily, parameter
 from icl_sim.theory.graph_algorithms import BFSReachability, DegreeHeuristic, ReachabilityRounds
 from icl_sim.validation import check_choice, check_float, check_int
 
 GENERATORS = ("erdos-renyi", "chain", "bounded-diameter")
 
 
-def _help(text: str, default):
-    return field(default=default, metadata={"help": text})
-
 
 @dataclass(frozen=True)
-class GraphConnectivity:
+class GraphConnectivity(TaskFamily):
     """One graph per prompt (a token per node) and one reachability query at the end."""
     name: ClassVar[str] = "graph-connectivity"
     metric: ClassVar[str] = "accuracy"
     loss: ClassVar[str] = "logistic"
     evaluated_positions: ClassVar[str] = "last"
-    probe_algorithms: ClassVar[tuple[str, ...]] = ()
-    target_dim: ClassVar[int] = 1
     dim_parameter: ClassVar[str] = "nodes"
 
-    nodes: int = _help("number of nodes n (tokens are 2n wide, prompts n + 1 long)", 16)
-    generator: str = _help("graph law: erdos-renyi, chain or bounded-diameter", "erdos-renyi")
-    directed: bool = _help("directed edges (reachability along edge directions)", False)
-    reachable_fraction: float = _help("probability that a query asks for a reachable pair (label +1)", 0.5)
-    min_nodes: int = _help("erdos-renyi: smallest graph size, uniform on [min_nodes, nodes] (0 = nodes); "
+    nodes: int = parameter("number of nodes n (tokens are 2n wide, prompts n + 1 long)", 16)
+    generator: str = parameter("graph law: erdos-renyi, chain or bounded-diameter", "erdos-renyi")
+    directed: bool = parameter("directed edges (reachability along edge directions)", False)
+    reachable_fraction: float = parameter("probability that a query asks for a reachable pair (label +1)", 0.5)
+    min_nodes: int = parameter("erdos-renyi: smallest graph size, uniform on [min_nodes, nodes] (0 = nodes); "
                            "the other nodes are isolated padding, never queried", 0)
-    average_degree: float = _help("erdos-renyi: expected (out-)degree c, edge probability c/(m-1)", 1.5)
-    path_length: int = _help("chain: edges per chain (each chain has path_length + 1 nodes)", 4)
-    max_diameter: int = _help("bounded-diameter: bound D on every shortest-path length", 4)
-    components: int = _help("bounded-diameter: number of trees (connected components)", 2)
-    extra_edges: float = _help("bounded-diameter: probability of each extra edge inside a reachable pair", 0.0)
+    average_degree: float = parameter("erdos-renyi: expected (out-)degree c, edge probability c/(m-1)", 1.5)
+    path_length: int = parameter("chain: edges per chain (each chain has path_length + 1 nodes)", 4)
+    max_diameter: int = parameter("bounded-diameter: bound D on every shortest-path length", 4)
+    components: int = parameter("bounded-diameter: number of trees (connected components)", 2)
+    extra_edges: float = parameter("bounded-diameter: probability of each extra edge inside a reachable pair", 0.0)
 
     def __post_init__(self):
         check_int("nodes", self.nodes, 2)

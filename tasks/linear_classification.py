@@ -7,35 +7,30 @@ independently with probability q (symmetric label noise), so the Bayes accuracy 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 
 from icl_sim.prompt import Prompt
-from icl_sim.tasks.base import sample_shape
+from icl_sim.tasks.base import TaskFamily, parameter, sample_shape
 from icl_sim.theory.baselines import KNN, Averaging
 from icl_sim.theory.boolean_learners import LogisticGD
 from icl_sim.validation import check_float, check_int
 
 
-def _help(text: str, default):
-    return field(default=default, metadata={"help": text})
-
 
 @dataclass(frozen=True)
-class LinearClassification:
+class LinearClassification(TaskFamily):
     """Prompts (x_i, sign(wᵀx_i)) with x_i ~ N(0, I_d), w ~ N(0, I_d) drawn per prompt."""
     name: ClassVar[str] = "linear-classification"
     metric: ClassVar[str] = "accuracy"
     loss: ClassVar[str] = "logistic"
-    evaluated_positions: ClassVar[str] = "all"
     probe_algorithms: ClassVar[tuple[str, ...]] = ("gd", "gd-plus-plus", "newton", "ridge")
-    target_dim: ClassVar[int] = 1
 
-    dim: int = _help("input dimension d", 20)
-    points: int = _help("points per prompt N (the last one is the final query)", 41)
-    flip: float = _help("probability that a label is flipped (label noise), in [0, 1/2)", 0.0)
+    dim: int = parameter("input dimension d", 20)
+    points: int = parameter("points per prompt N (the last one is the final query)", 41)
+    flip: float = parameter("probability that a label is flipped (label noise), in [0, 1/2)", 0.0)
 
     def __post_init__(self):
         check_int("dim", self.dim, 1)

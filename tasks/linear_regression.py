@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 
 from icl_sim.prompt import Prompt
 from icl_sim.seeding import make_generator
-from icl_sim.tasks.base import sample_shape
+from icl_sim.tasks.base import TaskFamily, parameter, sample_shape
 from icl_sim.theory import KNN, OLS, Averaging, Ridge, Zero
 from icl_sim.validation import check_choice, check_float, check_int
 
@@ -24,12 +24,9 @@ NOISE_LAWS = ("fixed", "uniform", "categorical")
 LINK_MOMENT_PROMPTS = 2**17
 
 
-def _help(text: str, default):
-    return field(default=default, metadata={"help": text})
-
 
 @dataclass(frozen=True)
-class LinearRegression:
+class LinearRegression(TaskFamily):
     """Prompts (x_i, wᵀx_i + ε_i) with w drawn per prompt (or from a finite pool).
 
     x = Σ^{1/2} z with z standard gaussian or uniform on (-x_bound, x_bound); Σ is
@@ -48,30 +45,26 @@ class LinearRegression:
     """
 
     name: ClassVar[str] = "linear-regression"
-    metric: ClassVar[str] = "squared_error"
-    loss: ClassVar[str] = "squared_error"
-    evaluated_positions: ClassVar[str] = "all"
     probe_algorithms: ClassVar[tuple[str, ...]] = ("gd", "preconditioned-gd", "gd-plus-plus", "newton", "ridge")
-    target_dim: ClassVar[int] = 1
 
-    dim: int = _help("input dimension d", 20)
-    points: int = _help("points per prompt N (the last one is the final query)", 41)
-    noise: float = _help("label-noise standard deviation σ", 0.0)
-    prior_scale: float = _help("standard deviation of each entry of w", 1.0)
-    x_distribution: str = _help("law of z: gaussian or uniform", "gaussian")
-    x_bound: float = _help("uniform z lies in (-x_bound, x_bound) (von Oswald et al.: 0.5)", 1.0)
-    condition_number: float = _help("κ of Σ: eigenvalues geometric from 1 to 1/κ, mean 1", 1.0)
-    spectrum: tuple[float, ...] | None = _help("explicit eigenvalues of Σ (comma-separated, d of them)", None)
-    pool_size: int = _help("finite task pool size M (0 = a fresh w per prompt)", 0)
-    pool_seed: int = _help("seed of the finite task pool", 0)
-    sparsity: int = _help("number of non-zero entries of w (0 = dense)", 0)
-    rotation: str = _help("Σ's rotation: per-prompt (Haar, one per prompt) or fixed (one, from covariance_seed)",
+    dim: int = parameter("input dimension d", 20)
+    points: int = parameter("points per prompt N (the last one is the final query)", 41)
+    noise: float = parameter("label-noise standard deviation σ", 0.0)
+    prior_scale: float = parameter("standard deviation of each entry of w", 1.0)
+    x_distribution: str = parameter("law of z: gaussian or uniform", "gaussian")
+    x_bound: float = parameter("uniform z lies in (-x_bound, x_bound) (von Oswald et al.: 0.5)", 1.0)
+    condition_number: float = parameter("κ of Σ: eigenvalues geometric from 1 to 1/κ, mean 1", 1.0)
+    spectrum: tuple[float, ...] | None = parameter("explicit eigenvalues of Σ (comma-separated, d of them)", None)
+    pool_size: int = parameter("finite task pool size M (0 = a fresh w per prompt)", 0)
+    pool_seed: int = parameter("seed of the finite task pool", 0)
+    sparsity: int = parameter("number of non-zero entries of w (0 = dense)", 0)
+    rotation: str = parameter("Σ's rotation: per-prompt (Haar, one per prompt) or fixed (one, from covariance_seed)",
                           "per-prompt")
-    covariance_seed: int = _help("seed of the fixed rotation of Σ", 0)
-    weight_prior: str = _help("law of w: isotropic N(0, s² I) or inverse-covariance N(0, s² Σ⁻¹)", "isotropic")
-    link: str = _help("y = g(wᵀx) + ε with g: identity, relu, tanh or cubic", "identity")
-    noise_law: str = _help("σ: fixed (noise), or per prompt uniform on / categorical over noise_levels", "fixed")
-    noise_levels: tuple[float, ...] | None = _help("the interval (low,high) or the set of per-prompt σ", None)
+    covariance_seed: int = parameter("seed of the fixed rotation of Σ", 0)
+    weight_prior: str = parameter("law of w: isotropic N(0, s² I) or inverse-covariance N(0, s² Σ⁻¹)", "isotropic")
+    link: str = parameter("y = g(wᵀx) + ε with g: identity, relu, tanh or cubic", "identity")
+    noise_law: str = parameter("σ: fixed (noise), or per prompt uniform on / categorical over noise_levels", "fixed")
+    noise_levels: tuple[float, ...] | None = parameter("the interval (low,high) or the set of per-prompt σ", None)
 
     def __post_init__(self):
         check_int("dim", self.dim, 1)

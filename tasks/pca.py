@@ -9,13 +9,13 @@ covariance below is our documented choice.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 
 from icl_sim.prompt import Prompt
-from icl_sim.tasks.base import sample_shape
+from icl_sim.tasks.base import TaskFamily, parameter, sample_shape
 from icl_sim.theory.algorithms import PowerMethod
 from icl_sim.theory.baselines import Zero
 from icl_sim.theory.sequence_baselines import TopEigenvector, orient
@@ -25,12 +25,9 @@ from icl_sim.validation import check_float, check_int
 POWER_STEPS = (1, 3, 10)
 
 
-def _help(text: str, default):
-    return field(default=default, metadata={"help": text})
-
 
 @dataclass(frozen=True)
-class PCA:
+class PCA(TaskFamily):
     """Points x_i ~ N(0, Σ), Σ = I + g u uᵀ with u uniform on the unit sphere, drawn per prompt.
 
     Σ = U diag(1 + g, 1, ..., 1) Uᵀ with U Haar on O(d) has exactly this law: only U's first
@@ -58,13 +55,11 @@ class PCA:
 
     name: ClassVar[str] = "pca"
     metric: ClassVar[str] = "absolute_cosine"
-    loss: ClassVar[str] = "squared_error"
-    evaluated_positions: ClassVar[str] = "all"
     probe_algorithms: ClassVar[tuple[str, ...]] = ("power-method",)
 
-    dim: int = _help("dimension d", 8)
-    points: int = _help("points per prompt N", 64)
-    eigengap: float = _help("gap g: top eigenvalue 1 + g, the other d−1 eigenvalues 1", 1.0)
+    dim: int = parameter("dimension d", 8)
+    points: int = parameter("points per prompt N", 64)
+    eigengap: float = parameter("gap g: top eigenvalue 1 + g, the other d−1 eigenvalues 1", 1.0)
 
     def __post_init__(self):
         check_int("dim", self.dim, 1)

@@ -58,7 +58,7 @@ def small_task(name: str, **params):
     """Task ``name`` at a small size (its dimension parameter 5, 8 points) unless ``params`` say otherwise."""
     cls = TASKS[name]
     fields = {f.name for f in dataclasses.fields(cls)}
-    size = {getattr(cls, "dim_parameter", "dim"): 5}
+    size = {cls.dim_parameter: 5}
     if "points" in fields:
         size["points"] = 8
     return make_task(name, **{**size, **params})

@@ -17,7 +17,7 @@ def quick_run(tmp_path_factory):
 
 def test_quick_scale_passes_every_check_and_writes_its_files(quick_run):
     out, checks = quick_run
-    assert [check.passed for check in checks] == [True] * 4
+    assert [check.passed for check in checks] == [True] * 6
     saved = json.loads((out / "checks.json").read_text())
     assert [row["quantity"] for row in saved] == [check.quantity for check in checks]
     assert all(set(row) == {"quantity", "expected", "measured", "tolerance", "relation", "standard_error", "source",
