@@ -24,8 +24,8 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10: the same parser, as a package
     import tomli as tomllib
 
-OPTIMIZERS = ("adam", "adamw")
-LR_SCHEDULES = ("constant", "cosine")
+OPTIMIZERS = ("adam", "adamw", "sgd")
+LR_SCHEDULES = ("constant", "cosine", "geometric")
 LOSS_POSITIONS = ("last", "all")
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -79,12 +79,14 @@ class TrainConfig:
     steps: int = _field(5000, "training steps", minimum=1)
     batch_size: int = _field(256, "prompts per step", minimum=1)
     lr: float = _field(1e-3, "peak learning rate", minimum=0.0, strict=True)
-    optimizer: str = _field("adam", "optimiser", choices=OPTIMIZERS)
+    optimizer: str = _field("adam", "optimiser (sgd: plain SGD, betas and adam_eps unused)", choices=OPTIMIZERS)
     betas: tuple[float, float] = _field((0.9, 0.999), "Adam's moment decay rates (von Oswald et al.: 0.9 0.98)",
                                         metavar="B1 B2")
     adam_eps: float = _field(1e-8, "Adam's ε", minimum=0.0, strict=True)
     weight_decay: float = _field(0.0, "weight decay (decoupled for adamw)", minimum=0.0)
-    lr_schedule: str = _field("constant", "after warm-up: constant, or cosine decay to 0", choices=LR_SCHEDULES)
+    lr_schedule: str = _field("constant", "after warm-up: constant, cosine decay to 0, or geometric (constant for "
+                              "s/log2 s steps, then halved every (s − s/log2 s)/log2 s steps, Wu et al. 2024)",
+                              choices=LR_SCHEDULES)
     warmup_steps: int = _field(0, "steps of linear learning-rate warm-up", minimum=0)
     grad_clip: float = _field(0.0, "max gradient norm (0 = off)", minimum=0.0)
     loss_on: str = _field("last", "positions in the loss", choices=LOSS_POSITIONS,

@@ -122,7 +122,7 @@ class Target:
 
 @dataclass(frozen=True)
 class Panel:
-    """One axes of a reproduction figure, on the paper's scales (``"linear"`` or ``"log"``)."""
+    """One axes of a reproduction figure, on the paper's scales (``"linear"`` or ``"log"``) and y range (``ylim``)."""
 
     xlabel: str
     ylabel: str
@@ -131,6 +131,7 @@ class Panel:
     title: str = ""
     xscale: str = "linear"
     yscale: str = "linear"
+    ylim: tuple[float, float] | None = None
 
 
 def draw_figure(stem, panels: Sequence[Panel], caption: str) -> list[Path]:
@@ -161,6 +162,8 @@ def _draw_panel(axes, panel: Panel) -> None:
         axes.axhspan(target.low, target.high, color=color, alpha=0.12, linewidth=0)
     axes.set_xscale(panel.xscale)
     axes.set_yscale(panel.yscale)
+    if panel.ylim is not None:
+        axes.set_ylim(*panel.ylim)
     axes.set_xlabel(panel.xlabel)
     axes.set_ylabel(panel.ylabel)
     if panel.title:

@@ -39,13 +39,23 @@ def resolve_device(name: str) -> torch.device:
 
 
 def learning_rate_factor(config: TrainConfig) -> Callable[[int], float]:
-    """Linear warm-up over ``warmup_steps``, then constant or cosine decay to zero at ``steps``."""
+    """Linear warm-up over ``warmup_steps``, then constant, cosine decay to zero at ``steps``, or geometric.
+
+    Geometric (the decaying step size of Wu et al. 2024, Sec. 4, after Wu et al. 2022): over the
+    s steps after warm-up, constant for the first s₁ = ⌈s/log₂ s⌉, then halved every ⌈(s − s₁)/log₂ s⌉.
+    """
+    remaining = max(1, config.steps - config.warmup_steps)
+    first = math.ceil(remaining / max(1.0, math.log2(remaining)))
+    phase = max(1, math.ceil((remaining - first) / max(1.0, math.log2(remaining))))
 
     def factor(step: int) -> float:
         if step < config.warmup_steps:
             return (step + 1) / config.warmup_steps
         if config.lr_schedule == "constant":
             return 1.0
+        if config.lr_schedule == "geometric":
+            after = step - config.warmup_steps - first
+            return 1.0 if after < 0 else 0.5 ** (after // phase + 1)
         progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
         return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
@@ -89,6 +99,8 @@ def task_loss(model, prompt: Prompt, task: Task, loss_on: str, step: int) -> tor
 
 
 def _make_optimizer(model: InContextModel, config: TrainConfig) -> torch.optim.Optimizer:
+    if config.optimizer == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     optimizer_class = torch.optim.AdamW if config.optimizer == "adamw" else torch.optim.Adam
     return optimizer_class(model.parameters(), lr=config.lr, betas=config.betas, eps=config.adam_eps,
                            weight_decay=config.weight_decay)

@@ -100,7 +100,7 @@ def test_a_run_directory_config_reproduces_its_train_config(tmp_path):
 @pytest.mark.parametrize("text, named", [
     ("steps: 4\nbogus: 1\n", "'bogus'"),
     ("steps: 0\n", "steps"),
-    ("optimizer: sgd\n", "optimizer"),
+    ("optimizer: rmsprop\n", "optimizer"),
     ("lr: fast\n", "lr"),
     ("betas: [0.9, 1.0]\n", "betas[1]"),
     ("betas: 0.9\n", "betas"),

@@ -88,7 +88,7 @@ def test_adam_gets_the_configured_betas_and_eps(tmp_path):
     assert group["betas"] == (0.9, 0.98) and group["eps"] == 1e-9
 
 
-@pytest.mark.parametrize("field, value", [("steps", 0), ("lr", -1.0), ("lr", math.nan), ("optimizer", "sgd"),
+@pytest.mark.parametrize("field, value", [("steps", 0), ("lr", -1.0), ("lr", math.nan), ("optimizer", "rmsprop"),
                                           ("loss_on", "first"), ("device", "tpu"), ("batch_size", 0),
                                           ("betas", (0.9,)), ("betas", (0.9, 1.0)), ("adam_eps", 0.0)])
 def test_bad_config_names_the_parameter(field, value):

@@ -28,6 +28,11 @@ Variants (fields of :class:`LSAConfig`; the defaults are the plain model above):
   reduces to its four products ω_xx = Σ_h p^x_h q^x_h, ω_xy = Σ_h p^x_h q^y_h,
   ω_yx = Σ_h p^y_h q^x_h, ω_yy = Σ_h p^y_h q^y_h.  (A looser reading, a free diagonal,
   is not offered.)  Still linear, so the fast Γ path applies.
+* ``parameterisation="preconditioner"`` — the linearly parameterised single layer of Wu et
+  al. 2024 ("How many pretraining tasks are needed for in-context learning of linear
+  regression?", ICLR, Sec. 3) and Ahn et al. 2023: P = −[[0, 0], [0, I_k]] fixed and
+  Q = [[Γᵀ, 0], [0, 0]] with Γ (d × d) the only parameter per layer and head, so that one
+  layer predicts ŷ = x_qᵀ Γ (1/n) Σ_j y_j x_j: one preconditioned GD step, linear in Γ.
 * ``layer_norm`` / ``mlp`` — after each attention layer, a LayerNorm over the d + k
   features of every token (learned affine), then a residual two-layer MLP per token,
   z ← z + W₂ σ(W₁ z + b₁) + b₂ (width ``mlp_width``, GELU).  Token updates are no
@@ -55,7 +60,7 @@ from icl_sim.models.base import InContextModel
 from icl_sim.theory.constructions import gd_lsa_weights
 from icl_sim.validation import check_choice, check_float, check_int
 
-PARAMETERISATIONS = ("full", "diagonal")
+PARAMETERISATIONS = ("full", "diagonal", "preconditioner")
 
 
 @dataclass(frozen=True)
@@ -67,7 +72,8 @@ class LSAConfig:
     init_scale: float = field(default=0.02, metadata={"help": "standard deviation of the initial weights"})
     parameterisation: str = field(default="full", metadata={
         "help": "full: free P, Q per head; diagonal: P, Q = diag(a I_d, b I_k), 4 scalars per head "
-                "(Vladymyrov et al. 2024)"})
+                "(Vladymyrov et al. 2024); preconditioner: ŷ = x_qᵀ Γ (1/n) Σ y_j x_j, Γ the only "
+                "parameter (Wu et al. 2024)"})
     layer_norm: bool = field(default=False, metadata={
         "help": "LayerNorm on every token after each attention layer (exact per-prefix path)"})
     mlp: bool = field(default=False, metadata={
@@ -117,6 +123,8 @@ class LinearSelfAttention(InContextModel):
             shape = (config.layers, config.heads, width, width)
             self.value = nn.Parameter(config.init_scale * torch.randn(shape))  # P = W_PV per layer and head
             self.key_query = nn.Parameter(config.init_scale * torch.randn(shape))  # Q = W_KQ per layer and head
+        elif config.parameterisation == "preconditioner":  # Γ per layer and head; P fixed
+            self.preconditioner = nn.Parameter(config.init_scale * torch.randn(config.layers, config.heads, dim, dim))
         else:  # (p^x, p^y) and (q^x, q^y) per layer and head
             self.value_scales = nn.Parameter(config.init_scale * torch.randn(config.layers, config.heads, 2))
             self.key_query_scales = nn.Parameter(config.init_scale * torch.randn(config.layers, config.heads, 2))
@@ -135,6 +143,12 @@ class LinearSelfAttention(InContextModel):
         """(P, Q), each (layers, heads, d + k, d + k)."""
         if self.config.parameterisation == "full":
             return self.value, self.key_query
+        if self.config.parameterisation == "preconditioner":
+            gamma, k = self.preconditioner, self.target_dim
+            key_query = torch.nn.functional.pad(gamma.transpose(-1, -2), (0, k, 0, k))  # [[Γᵀ, 0], [0, 0]]
+            value = torch.zeros_like(key_query)
+            value[..., self.dim:, self.dim:] = -torch.eye(k, dtype=gamma.dtype, device=gamma.device)
+            return value, key_query
         blocks = torch.cat([torch.zeros(self.dim, dtype=torch.long), torch.ones(self.target_dim, dtype=torch.long)])
         blocks = blocks.to(self.value_scales.device)
 

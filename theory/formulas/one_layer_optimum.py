@@ -48,6 +48,13 @@ Sources and their conventions:
   σ > 0 we use the population minimiser Γ* above (the point gradient flow is
   shown to reach only in the noiseless case).
 
+Two more closed forms follow from the same moments: with the inverse-covariance prior
+w ~ N(0, s² Σ⁻¹) (Mahankali et al., Thm 2) whitening gives the isotropic problem, so
+Γ* = η* Σ⁻¹ with the isotropic η* and risk (``inverse_covariance_prior_preconditioner``); and the
+ZFB optimum trained on Λ = I and tested on x ~ N(0, c I) has risk
+R_M(c) = d c [(cγ − 1)² + (d + 1) c² γ²/M], γ = N/(N + d + 1), with the limit R∞(c) = d c (cγ − 1)²
+as M → ∞ (``covariate_shift_risk``; ZFB §4.2).
+
 Each formula is *computed* by sympy in ``_derivation`` from the moment identities
 (expectation by substitution, ``sympy.solve`` of the stationarity condition), and
 the numeric functions are ``torch_function`` of those expressions.  The claims
@@ -152,11 +159,48 @@ def _derivation():
     steps.append(Step("risk of any Γ on M points, x ~ N(0, Σ'), T = tr Σ' "
                       "(at the trained Γ = Γ*_N(Σ) for the ZFB optimum)", risk_general))
     out["general"] = (steps, {"risk": risk_general, "M": m})
+
+    # -- 4. the inverse-covariance prior w ~ N(0, s² Σ⁻¹) (Mahankali et al., Thm 2) ----------
+    steps = [Step("whiten: z = Σ^(-1/2) x ~ N(0, I), v = Σ^(1/2) w ~ N(0, s² I), wᵀx = vᵀz, h = Σ^(1/2) h_z, "
+                  "so x_qᵀ Γ h = z_qᵀ Γ' h_z with Γ' = Σ^(1/2) Γ Σ^(1/2): the isotropic problem in Γ'",
+                  sympy.Eq(sympy.Symbol("Gamma'"), sympy.Symbol("Sigma^(1/2) Gamma Sigma^(1/2)")))]
+    moment_steps, h2, hw = _moments(n, sympy.Integer(1), d)
+    steps += moment_steps
+    (g_off,) = sympy.solve(sympy.diff(G_ij**2 * h2, G_ij), G_ij)
+    steps.append(Step("off-diagonal entry Γ'_ij enters as Γ'_ij² E[h_j²]: minimiser", sympy.Eq(G_ij, g_off)))
+    direction = sympy.expand(g**2 * h2 - 2 * g * hw + s**2)
+    (g_white,) = sympy.solve(sympy.diff(direction, g), g)
+    g_white = sympy.factor(g_white)
+    steps.append(Step("diagonal of Γ' (every direction alike): Γ' = g* I, g* = η* of one GD step",
+                      sympy.Eq(sympy.Symbol("g^*"), g_white)))
+    steps.append(Step("back to x: Γ* = Σ^(-1/2) Γ' Σ^(-1/2) = g* Σ⁻¹ (Σ⁻¹-preconditioned GD with the step η*)",
+                      sympy.Eq(sympy.Symbol("Gamma^*"), g_white * sympy.Symbol("Sigma^-1"))))
+    risk_white = sympy.factor(sympy.simplify(sigma**2 + d * direction.subs(g, g_white)))
+    steps.append(Step("risk at Γ*: σ² + d r(g*), the risk of one GD step at η* on isotropic data", risk_white))
+    out["inverse-covariance"] = (steps, {"g_star": g_white, "risk_star": risk_white})
+
+    # -- 5. covariate shift of the ZFB optimum (Zhang, Frei & Bartlett, §4.2) ------------------
+    # trained on N points with Λ = I (σ = 0, s = 1): Γ*_N = γ I, γ = g*(μ = 1, T = d); tested on
+    # x ~ N(0, c I) with M points: t1 = tr(ΓΩ²) = γc²d, t2 = tr(ΓΩΓΩ) = γ²c²d, t3 = tr(ΓΩ²ΓΩ) = γ²c³d, T = cd
+    c, big_n = sympy.symbols("c N", positive=True)
+    gamma_n = sympy.factor(out["preconditioned"][1]["g_star"].subs({mu: 1, T: d, sigma: 0, s: 1, n: big_n}))
+    steps = [Step("trained on Λ = I with N points: Γ*_N = γ I", sympy.Eq(sympy.Symbol("gamma"), gamma_n))]
+    gamma_symbol = sympy.Symbol("gamma", positive=True)
+    shifted = risk_general.subs({t1: gamma_symbol * c**2 * d, t2: gamma_symbol**2 * c**2 * d,
+                                 t3: gamma_symbol**2 * c**3 * d, T: c * d, sigma: 0, s: 1})
+    shifted = sympy.factor(sympy.expand(shifted))
+    steps.append(Step("risk on M test points with x ~ N(0, c I)", sympy.Eq(sympy.Symbol("R_M(c)"), shifted)))
+    limit = sympy.factor(sympy.limit(shifted, m, sympy.oo))
+    steps.append(Step("M → ∞: R∞(c) = d c (c γ − 1)², zero only at c = 1/γ (ZFB §4.2: brittle to covariate shift)",
+                      sympy.Eq(sympy.Symbol("R_inf(c)"), limit)))
+    out["covariate-shift"] = (steps, {"risk": shifted.subs(gamma_symbol, gamma_n),
+                                      "limit": limit.subs(gamma_symbol, gamma_n), "M": m, "c": c, "N": big_n})
     return out
 
 
 def derive(key: str) -> list[Step]:
-    """The derivation ``key`` ("one-step", "preconditioned" or "general"), step by step."""
+    """The derivation ``key`` ("one-step", "preconditioned", "general", "inverse-covariance" or
+    "covariate-shift"), step by step."""
     return list(_derivation()[key][0])
 
 
@@ -168,7 +212,12 @@ def _functions():
     one = _derivation()["one-step"][1]
     pre = _derivation()["preconditioned"][1]
     gen = _derivation()["general"][1]
+    inverse = _derivation()["inverse-covariance"][1]
+    shift = _derivation()["covariate-shift"][1]
     return {
+        "g_inverse_prior": torch_function(inverse["g_star"], [d, n, sigma, s]),
+        "shift_risk": torch_function(shift["risk"], [shift["c"], d, shift["N"], shift["M"]]),
+        "shift_limit": torch_function(shift["limit"], [shift["c"], d, shift["N"]]),
         "eta_star": torch_function(one["eta_star"], [d, n, sigma, s]),
         "risk_eta": torch_function(one["risk_eta"], [eta, d, n, sigma, s]),
         "risk_star": torch_function(one["risk_star"], [d, n, sigma, s]),
@@ -278,3 +327,43 @@ def lsa_optimum_risk(train_covariance: torch.Tensor, train_points: int, test_poi
     gamma = optimal_preconditioner(train_covariance, train_points, noise, prior_scale)
     test = train_covariance if test_covariance is None else test_covariance
     return preconditioner_risk(gamma, test, test_points, noise, prior_scale)
+
+
+def inverse_covariance_prior_preconditioner(covariance: torch.Tensor, n: int, noise: float = 0.0,
+                                            prior_scale: float = 1.0) -> torch.Tensor:
+    """Γ* = η* Σ⁻¹, η* = n / (n + d + 1 + σ²/s²): the optimal one-layer Γ when w ~ N(0, s² Σ⁻¹).
+
+    Mahankali, Hashimoto & Ma (2023), Thm 2 (x ~ N(0, Σ), w ~ N(0, Σ⁻¹)), in icl-sim's convention
+    (ŷ = x_qᵀ Γ (1/n) Σ_j y_j x_j, query excluded, noisy y_q).  Whitening turns the problem into the
+    isotropic one, so Γ* is one step of Σ⁻¹-preconditioned GD with the isotropic optimal step
+    (sympy: ``derive("inverse-covariance")``) and its risk is ``one_step_gd_risk(d, n, σ, s)``.
+    Unlike ``optimal_preconditioner`` (isotropic prior) it does not depend on tr Σ.
+    ``covariance`` (d, d) or batched (..., d, d).
+    """
+    covariance = _check_covariance("covariance", covariance)
+    _check_common(n, noise, prior_scale, "n")
+    step = _functions()["g_inverse_prior"](covariance.shape[-1], n, noise, prior_scale)
+    return step * torch.linalg.inv(covariance)
+
+
+def covariate_shift_risk(dim: int, train_points: int, scale, test_points: int | None = None) -> torch.Tensor:
+    """Risk of the ZFB optimum trained on x ~ N(0, I_d), N = ``train_points``, tested on x ~ N(0, c I).
+
+    Zhang, Frei & Bartlett (2024), §4.2 "Covariate shifts" (noiseless, w ~ N(0, I)): with
+    γ = N / (N + d + 1) (Γ*_N = γ I) and c = ``scale`` (a float or a tensor of them),
+
+        R_M(c) = d c [(cγ − 1)² + (d + 1) c² γ² / M],     R∞(c) = d c (cγ − 1)²  (``test_points`` None),
+
+    so the error at M → ∞ vanishes only at c = 1/γ and grows like d γ² c³: the trained layer does
+    not adapt to the test covariance.  Derived by sympy from the general risk
+    (``derive("covariate-shift")``); R_M equals ``lsa_optimum_risk(I, N, M, c I)``.
+    """
+    check_int("dim", dim, 1)
+    check_int("train_points", train_points, 1)
+    scale = torch.as_tensor(scale, dtype=torch.float64)
+    if not bool(torch.isfinite(scale).all()) or bool((scale <= 0).any()):
+        raise ValueError(f"scale must be positive and finite, got {scale}")
+    if test_points is None:
+        return _functions()["shift_limit"](scale, dim, train_points)
+    check_int("test_points", test_points, 1)
+    return _functions()["shift_risk"](scale, dim, train_points, test_points)

@@ -1,0 +1,66 @@
+"""Measures shared by the one-layer-optimum reproductions (Mahankali et al.; Ahn et al.; Zhang, Frei & Bartlett).
+
+Each is a thin composition of the library's own pieces: a predictor's squared error at one query
+position (``Predictor.predict``), its Monte Carlo check against a closed-form risk
+(``icl_sim.checks``), and the per-layer effective preconditioners of a trained LSA read through
+``icl_sim.weight_comparison.effective_layer_maps`` (invariant to the P → cP, Q → Q/c rescaling).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from icl_sim.checks import Check
+from icl_sim.prompt import Prompt
+from icl_sim.weight_comparison import effective_layer_maps, similarity
+
+#: standard errors a Monte Carlo risk may stray from its closed form, on top of the stated slack
+RISK_SIGMAS = 3.0
+
+
+def squared_errors(predictor, prompt: Prompt) -> torch.Tensor:
+    """(ŷ − y)² at every position, (B, N) float64: position M predicts from the first M points (y noisy)."""
+    with torch.no_grad():
+        preds = predictor.predict(prompt.xs, prompt.ys)
+    return (preds.to(torch.float64) - prompt.ys.to(torch.float64)).square()
+
+
+def query_squared_errors(predictor, prompt: Prompt, position: int = -1) -> torch.Tensor:
+    """(ŷ − y)² at one query ``position`` of every prompt, (B,) float64."""
+    return squared_errors(predictor, prompt)[:, position]
+
+
+def mean_and_error(samples: torch.Tensor) -> tuple[float, float]:
+    """The mean of i.i.d. ``samples`` and its standard error."""
+    samples = samples.to(torch.float64).flatten()
+    return float(samples.mean()), float(samples.std() / math.sqrt(samples.numel()))
+
+
+def risk_check(quantity: str, expected: float, measured: float, standard_error: float, *, slack: float,
+               source: str) -> Check:
+    """A trained model's Monte Carlo risk against a closed form: within 3 s.e. plus ``slack`` (relative)."""
+    tolerance = RISK_SIGMAS * standard_error + slack * abs(expected)
+    return Check(quantity, expected, measured, tolerance, "close", standard_error, source)
+
+
+def layer_preconditioners(model) -> list[torch.Tensor]:
+    """Each layer's effective preconditioner B_ℓ (d, d): its label update's x_qᵀ B_ℓ h term, float64."""
+    return [layer["preconditioner"] for layer in effective_layer_maps(model)]
+
+
+def scaled_distance(matrix: torch.Tensor, target: torch.Tensor) -> tuple[float, float]:
+    """(‖M − cT‖_F / ‖M‖_F at the best c, c): the shape error of M against T after optimal scaling, and c."""
+    fit = similarity(matrix, target)
+    return fit["relative_residual"], fit["scale"]
+
+
+def relative_error(matrix: torch.Tensor, target: torch.Tensor) -> float:
+    """‖M − T‖_F / ‖T‖_F, no rescaling."""
+    return float((matrix - target).norm() / target.norm())
+
+
+def run_mean(results: dict, run: str, quantity: str) -> float:
+    """The mean over seeds of ``quantity`` for ``run`` in a results table of {run, seed, quantity, value} rows."""
+    values = [row["value"] for row in results["rows"] if row["run"] == run and row["quantity"] == quantity]
+    return sum(values) / len(values)

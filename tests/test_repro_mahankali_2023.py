@@ -1,0 +1,70 @@
+"""The inverse-covariance-prior optimum behind mahankali-2023 (Thm 2), against Monte Carlo and numpy."""
+import pytest
+import sympy
+import torch
+
+from icl_sim.checks import monte_carlo
+from icl_sim.paper_repro import mahankali_2023
+from icl_sim.seeding import make_generator
+from icl_sim.tasks import LinearRegression
+from icl_sim.theory.formulas import (inverse_covariance_prior_preconditioner, one_step_gd_risk, optimal_preconditioner,
+                                     optimal_step)
+from icl_sim.theory.formulas.one_layer_optimum import _derivation, derive
+
+
+def _rotated_covariance(eigenvalues, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    q, _ = torch.linalg.qr(torch.randn(len(eigenvalues), len(eigenvalues), generator=generator, dtype=torch.float64))
+    return (q * torch.tensor(eigenvalues, dtype=torch.float64)) @ q.T
+
+
+def test_the_optimum_is_the_optimal_step_times_the_inverse_covariance():
+    covariance = _rotated_covariance([3.0, 1.0, 0.5, 0.1])
+    for n, noise, scale in [(8, 0.0, 1.0), (20, 0.7, 1.5)]:
+        gamma = inverse_covariance_prior_preconditioner(covariance, n, noise, scale)
+        expected = optimal_step(4, n, noise, scale) * torch.linalg.inv(covariance).numpy()
+        assert gamma.numpy() == pytest.approx(expected, rel=1e-10)
+    batched = torch.stack([covariance, 2 * covariance])
+    assert torch.allclose(inverse_covariance_prior_preconditioner(batched, 8)[1],
+                          inverse_covariance_prior_preconditioner(2 * covariance, 8))
+    steps = derive("inverse-covariance")
+    assert "g^*" in str(steps[-3].expression) and len(steps) > 5
+    derived = _derivation()
+    for key in ("g_star", "risk_star"):  # the same step and risk as one isotropic GD step (sympy-exact)
+        isotropic = derived["one-step"][1]["eta_star" if key == "g_star" else "risk_star"]
+        assert sympy.simplify(derived["inverse-covariance"][1][key] - isotropic) == 0
+
+
+def test_monte_carlo_least_squares_fit_of_gamma_and_its_risk():
+    """Γ̂ = argmin of the empirical risk over all d×d matrices (a least-squares fit) matches η*Σ⁻¹,
+    and the Monte Carlo risk of η*Σ⁻¹ matches one_step_gd_risk, on the task's own prompts."""
+    dim, n, noise = 3, 6, 0.5
+    task = LinearRegression(dim=dim, points=n + 1, noise=noise, condition_number=4.0, rotation="fixed",
+                            weight_prior="inverse-covariance")
+    prompt = task.sample(200_000, make_generator(11, "eval", 0), dtype=torch.float64)
+    covariance = prompt.latent["covariance"][0]
+    h = torch.einsum("bn,bnd->bd", prompt.ys[:, :-1], prompt.xs[:, :-1]) / n
+    query, target = prompt.xs[:, -1], prompt.ys[:, -1]
+    features = (query[:, :, None] * h[:, None, :]).reshape(len(target), -1)  # ŷ = vec(Γ)ᵀ vec(x_q hᵀ)
+    gram = features.T @ features
+    fit = torch.linalg.solve(gram, features.T @ target)
+    residual = target - features @ fit
+    standard_errors = (residual.var() * torch.diagonal(torch.linalg.inv(gram))).sqrt()
+    gamma = inverse_covariance_prior_preconditioner(covariance, n, noise)
+    assert ((fit - gamma.flatten()).abs() <= 4 * standard_errors).all()
+    isotropic = optimal_preconditioner(covariance, n, noise)  # the other prior's optimum is clearly different
+    assert ((fit - isotropic.flatten()).abs() > 4 * standard_errors).any()
+    errors = ((query * (h @ gamma.T)).sum(-1) - target) ** 2
+    assert monte_carlo("risk at η*Σ⁻¹", one_step_gd_risk(dim, n, noise), errors).passed
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(ValueError, match="covariance"):
+        inverse_covariance_prior_preconditioner(torch.tensor([[1.0, 2.0], [0.0, 1.0]]), 4)
+    with pytest.raises(ValueError, match="n"):
+        inverse_covariance_prior_preconditioner(torch.eye(2), 0)
+
+
+def test_the_quick_grid_spans_dimension_length_and_noise():
+    grid = mahankali_2023.SCALES["quick"].grid
+    assert len({d for d, _, _ in grid}) > 1 and len({n for _, n, _ in grid}) > 1 and any(s for _, _, s in grid)

@@ -1,0 +1,81 @@
+"""The pieces wu-2023's checks rely on, against independent references (numpy, Monte Carlo, the formulas).
+
+* the ``preconditioner`` LSA predicts x_qᵀ Γ (1/n) Σ_j y_j x_j (Wu et al. 2024, Sec. 3) at every position;
+* ``preconditioner_risk`` of a trained Γ is its Monte Carlo risk, so excess risks may be computed exactly;
+* the bounds on R(Γ*)/R_Bayes: Jensen below and OLS above the Bayes risk, with one_step_gd_risk = R(Γ*);
+* SGD and the geometric step-size schedule of the paper's Sec. 4.
+"""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from icl_sim.config import TrainConfig
+from icl_sim.models import build_model
+from icl_sim.paper_repro import wu_2023
+from icl_sim.seeding import make_generator
+from icl_sim.tasks import LinearRegression
+from icl_sim.theory.formulas import (ols_risk, one_step_gd_risk, preconditioned_gd_risk, preconditioner_risk,
+                                     ridge_bayes_risk)
+from icl_sim.training import _make_optimizer, learning_rate_factor
+
+
+def _model_with(gamma: torch.Tensor, dim: int, points: int):
+    model = build_model("lsa", dim, points, parameterisation="preconditioner", init_scale=0.0).double()
+    with torch.no_grad():
+        model.preconditioner[0, 0] = gamma
+    return model
+
+
+def test_preconditioner_lsa_is_one_preconditioned_step_at_every_position():
+    dim, points = 3, 6
+    gamma = torch.randn(dim, dim, generator=make_generator(0, "eval", 900), dtype=torch.float64)
+    prompt = LinearRegression(dim=dim, points=points, noise=0.3).sample(4, make_generator(1, "eval", 900),
+                                                                         dtype=torch.float64)
+    preds = _model_with(gamma, dim, points).predict(prompt.xs, prompt.ys).numpy()
+    xs, ys, g = prompt.xs.numpy(), prompt.ys.numpy(), gamma.numpy()
+    for b in range(4):
+        for i in range(points):
+            h = (ys[b, :i, None] * xs[b, :i]).sum(0) / max(i, 1)
+            assert preds[b, i] == pytest.approx(xs[b, i] @ g @ h, abs=1e-10)
+
+
+def test_preconditioner_risk_of_a_layer_is_its_monte_carlo_risk():
+    dim, context, noise = 3, 5, 0.5
+    gamma = 0.3 * torch.eye(dim, dtype=torch.float64) + 0.05 * torch.ones(dim, dim, dtype=torch.float64)
+    task = LinearRegression(dim=dim, points=context + 1, noise=noise)
+    prompt = task.sample(200_000, make_generator(2, "eval", 900), dtype=torch.float64)
+    errors = (_model_with(gamma, dim, context + 1).predict(prompt.xs, prompt.ys)[:, -1] - prompt.ys[:, -1]) ** 2
+    formula = float(preconditioner_risk(gamma, torch.eye(dim, dtype=torch.float64), context, noise, 1.0))
+    assert abs(float(errors.mean()) - formula) < 5 * float(errors.std()) / math.sqrt(len(errors))
+
+
+@pytest.mark.parametrize("noise", [0.1, 0.5, 2.0])
+def test_ratio_bounds_bracket_the_monte_carlo_ratio(noise):
+    dim, context = 5, 10
+    identity = torch.eye(dim, dtype=torch.float64)
+    optimum = one_step_gd_risk(dim, context, noise, 1.0)
+    assert optimum == pytest.approx(float(preconditioned_gd_risk(identity, context, noise, 1.0)), rel=1e-12)
+    bayes, se = ridge_bayes_risk(context, dim, 1.0, noise, samples=20_000)
+    low, high = wu_2023.ratio_bounds(dim, context, noise)
+    assert low <= optimum / (bayes - 5 * se) and optimum / (bayes + 5 * se) <= high
+    # the OLS bound is OLS's own risk formula
+    assert optimum / low == pytest.approx(float(ols_risk(context, dim, 1.0, noise)), rel=1e-12)
+
+
+def test_geometric_schedule_and_sgd():
+    config = TrainConfig(steps=256, lr_schedule="geometric", optimizer="sgd", lr=0.1)
+    factor = learning_rate_factor(config)
+    first = math.ceil(256 / 8)  # s / log2 s
+    phase = math.ceil((256 - first) / 8)
+    assert [factor(t) for t in (0, first - 1)] == [1.0, 1.0]
+    assert factor(first) == 0.5 and factor(first + phase) == 0.25 and factor(255) == 0.5 ** 8
+    model = build_model("lsa", 2, 3, parameterisation="preconditioner")
+    assert isinstance(_make_optimizer(model, config), torch.optim.SGD)
+
+
+def test_fitted_slope_recovers_a_power_law():
+    rows = [{"kind": "sweep", "tasks": t, "excess_risk": 3.0 * t ** -1.0} for t in (64, 128, 256, 512)]
+    assert wu_2023.fitted_slope({"rows": rows}, 64) == pytest.approx(-1.0, abs=1e-12)
+    assert np.isnan(wu_2023.fitted_slope({"rows": rows[:1]}, 64))
