@@ -60,10 +60,14 @@ class Algorithm:
     build: Callable[..., object]
     grid: Callable[[Prompt], Sequence[dict]]
 
-    def fitted_run(self, steps: int, tuning: Prompt, model_tuning: list[torch.Tensor]) -> tuple[dict, list]:
-        """The one hyper-parameter setting whose steps best cover the model's layers, and its steps 1..K."""
+    def fitted_run(self, steps, tuning: Prompt, model_tuning: list[torch.Tensor]) -> tuple[dict, list]:
+        """The one hyper-parameter setting whose steps best cover the model's layers, and its steps.
+
+        ``steps`` is K (steps 1..K) or an explicit increasing sequence of step counts.
+        """
+        counts = range(1, steps + 1) if isinstance(steps, int) else steps
         grid = list(self.grid(tuning))
-        members = [[self.build(step, **hyper) for step in range(1, steps + 1)] for hyper in grid]
+        members = [[self.build(step, **hyper) for step in counts] for hyper in grid]
         index = _closest_run(members, tuning, model_tuning)
         return grid[index], members[index]
 
@@ -103,14 +107,17 @@ DEFAULT_STEPS = 10
 
 
 def probe(model: InContextModel, task, algorithm: str, *, steps: int | None = None, step_params: str = "shared",
-          num_prompts: int = 1024, seed: int = 0, device="cpu", readout: str = "direct") -> dict:
+          num_prompts: int = 1024, seed: int = 0, device="cpu", readout: str = "direct",
+          step_counts: Sequence[int] | None = None) -> dict:
     """Records ``{layer, algorithm, step, metric, value}`` for every layer × step, and the best step per layer.
 
     ``algorithm`` must be one the task declares in ``probe_algorithms``.
     Layers are 1-based; ``best`` maps each layer to the step with the highest residual cosine;
     ``parameters`` holds the algorithm's hyper-parameters (per step: lists over steps, and the
     steps' risk on the tuning prompts).  ``steps`` defaults to 10 for shared step parameters
-    and to the number of layers per step.
+    and to the number of layers per step.  ``step_counts`` (shared step parameters only) replaces
+    steps 1..K by an increasing sequence of step counts, e.g. powers of two for an algorithm
+    matched on a log scale (Fu et al. 2023's GD heatmap); records then name the count as ``step``.
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}; got {algorithm!r}")
@@ -124,6 +131,14 @@ def probe(model: InContextModel, task, algorithm: str, *, steps: int | None = No
                          f"({', '.join(STEP_FAMILIES)}); got {algorithm!r}")
     if steps is not None:
         check_int("steps", steps, 1)
+    if step_counts is not None:
+        step_counts = list(step_counts)
+        if step_params != "shared" or steps is not None:
+            raise ValueError("step_counts needs step_params 'shared' and no steps")
+        for index, count in enumerate(step_counts):
+            check_int(f"step_counts[{index}]", count, 0)
+        if not step_counts or any(b <= a for a, b in zip(step_counts, step_counts[1:])):
+            raise ValueError(f"step_counts must be a non-empty increasing sequence, got {step_counts}")
     tuning, probes = probe_prompts(task, num_prompts, seed, device)
     model = copy.deepcopy(model).to(device=device, dtype=torch.float64).eval()
     scalar = probes.target.ndim == 2
@@ -134,11 +149,13 @@ def probe(model: InContextModel, task, algorithm: str, *, steps: int | None = No
     model_tuning = last_predictions(query_predictor, tuning)
     model_outputs = behaviours(query_predictor, probes, scalar)
     if step_params == "shared":
-        parameters, runs = ALGORITHMS[algorithm].fitted_run(steps or DEFAULT_STEPS, tuning, model_tuning)
+        parameters, runs = ALGORITHMS[algorithm].fitted_run(step_counts or steps or DEFAULT_STEPS, tuning,
+                                                            model_tuning)
     else:
         parameters, runs = _tuned_run(algorithm, steps or len(model_tuning), tuning, model_tuning)
     records = []
-    for step, predictor in enumerate(runs, start=1):
+    labels = step_counts or range(1, len(runs) + 1)
+    for step, predictor in zip(labels, runs):
         (algorithm_output,) = behaviours(predictor.query_predictor, probes, scalar)
         for layer, layer_output in enumerate(model_outputs, start=1):
             for metric, value in compare(layer_output, algorithm_output, last(probes.target)).items():

@@ -19,6 +19,8 @@ from icl_sim.validation import check_float, check_int
 from .prefix import (as_float64, context_mask, context_statistics, label_moments, least_squares_statistics,
                      masked_designs, outer_products, prefix_counts, prefix_mean, prefix_sum)
 
+#: the least λ of ``Ridge.oracle`` (prompts drawn with σ = 0)
+ORACLE_MIN_LAMBDA = 1e-12
 #: OLS splits the batch so that its (B, N, N, d) masked designs stay under this many bytes.
 CHUNK_BYTES = 2 ** 28
 
@@ -215,11 +217,34 @@ def in_eigenbasis(iteration, gram: torch.Tensor, moment: torch.Tensor, *paramete
 
 
 class Ridge(LinearBaseline):
-    """w_i = (G_i + lam I)⁻¹ b_i, the Bayes-optimal predictor under a Gaussian prior (lam = σ²/τ²)."""
+    """w_i = (G_i + lam I)⁻¹ b_i, the Bayes-optimal predictor under a Gaussian prior (lam = σ²/τ²).
 
-    def __init__(self, lam: float):
-        check_float("lam", lam, 0.0, strict=True)
+    ``lam`` is one number for every prompt, or a 1-D tensor of one positive λ per prompt (B,):
+    the oracle ridge of mixed-noise tasks, λ = σ²/s² with each prompt's own σ (Vladymyrov et al.
+    2024, arXiv 2402.14180; :meth:`oracle`).  A per-prompt λ only fits batches of that size.
+    """
+
+    def __init__(self, lam):
+        if isinstance(lam, torch.Tensor):
+            if lam.ndim != 1 or lam.numel() == 0 or not bool(torch.isfinite(lam).all()) or not bool((lam > 0).all()):
+                raise ValueError(f"lam must be a positive finite number or a 1-D tensor of them (one per prompt), "
+                                 f"got a tensor of shape {tuple(lam.shape)}")
+            lam = lam.detach().to(torch.float64)
+        else:
+            check_float("lam", lam, 0.0, strict=True)
         self.lam = lam
+
+    @classmethod
+    def oracle(cls, noise: torch.Tensor, prior_scale: float) -> Ridge:
+        """Ridge(σ_b²/s²) with each prompt's own noise σ_b (``prompt.latent["noise"]``, (B,)): the posterior
+        mean of every prompt when its σ is known, w ~ N(0, s² I) (the oracle of Vladymyrov et al. 2024).
+
+        λ is floored at ``ORACLE_MIN_LAMBDA`` (a σ drawn as 0 would make the prefixes shorter than d
+        singular); on a prefix of at least d points that changes the prediction by O(1e-12)."""
+        check_float("prior_scale", prior_scale, 0.0, strict=True)
+        if not isinstance(noise, torch.Tensor) or noise.ndim != 1:
+            raise ValueError(f"noise must be a 1-D tensor of per-prompt σ, got {noise!r}")
+        return cls((noise.to(torch.float64) ** 2 / prior_scale ** 2).clamp(min=ORACLE_MIN_LAMBDA))
 
     @classmethod
     def bayes_optimal(cls, noise: float, prior_scale: float) -> Ridge:
@@ -235,7 +260,12 @@ class Ridge(LinearBaseline):
 
     def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         eye = torch.eye(xs.shape[-1], dtype=xs.dtype, device=xs.device)
-        factor = torch.linalg.cholesky(prefix_sum(outer_products(xs)) + self.lam * eye)
+        lam = self.lam
+        if isinstance(lam, torch.Tensor):
+            if lam.shape[0] != xs.shape[0]:
+                raise ValueError(f"a per-prompt lam holds {lam.shape[0]} values, the batch {xs.shape[0]} prompts")
+            lam = lam.to(device=xs.device, dtype=xs.dtype)[:, None, None, None]
+        factor = torch.linalg.cholesky(prefix_sum(outer_products(xs)) + lam * eye)
         moment = prefix_sum(label_moments(xs, ys))[..., None]
         return torch.cholesky_solve(moment, factor).squeeze(-1)
 

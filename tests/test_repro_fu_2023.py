@@ -1,0 +1,75 @@
+"""What fu-2023's checks rely on: Newton–Schulz's residual recursion and its step counts against an
+independent numpy reference, and the probe's explicit step counts (GD matched on a log scale)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from icl_sim.models import build_model
+from icl_sim.paper_repro import fu_2023
+from icl_sim.probing import probe
+from icl_sim.tasks import LinearRegression
+from icl_sim.theory.formulas import fu_alpha, gd_steps_to_tolerance, newton_iterates, newton_steps_to_tolerance
+
+
+def test_newton_schulz_residual_is_a_power_of_the_first_one_numpy():
+    """numpy's own Newton–Schulz loop: I − M_k S = (I − αS²)^(2^k) with α = 2/‖SSᵀ‖_F (Fu et al.'s code)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((12, 6))
+    s = x.T @ x
+    alpha = 2 / np.linalg.norm(s @ s.T)
+    assert alpha == pytest.approx(float(fu_alpha(torch.from_numpy(s))), rel=1e-14)
+    m, eye = alpha * s, np.eye(6)
+    library = newton_iterates(torch.from_numpy(s), 6, alpha)
+    for k in range(7):
+        expected = np.linalg.matrix_power(eye - alpha * s @ s, 2 ** k)
+        np.testing.assert_allclose(eye - m @ s, expected, atol=1e-12)
+        np.testing.assert_allclose(library[k].numpy(), m, atol=1e-12)
+        m = 2 * m - m @ s @ m
+
+
+@pytest.mark.parametrize("kappa", [1.2, 4.0, 50.0, 700.0])
+def test_steps_to_tolerance_match_the_scalar_recursions(kappa):
+    """On the extreme eigenvalues 1 and κ (where the worst case sits), iterate the scalar maps by hand."""
+    eps = 1e-6
+    alpha = 2 / (1 + kappa ** 2)
+    residual, newton = max(abs(1 - alpha), abs(1 - alpha * kappa ** 2)), 0
+    while residual > eps:
+        residual, newton = residual ** 2, newton + 1
+    eta = 2 / (1 + kappa)
+    rate, gd = max(abs(1 - eta), abs(1 - eta * kappa)), 0
+    while rate ** gd > eps:
+        gd += 1
+    assert newton_steps_to_tolerance(kappa, eps) == newton
+    assert gd_steps_to_tolerance(kappa, eps) == gd
+    assert fu_2023.counted_steps(kappa) == (newton, gd)
+
+
+def test_newton_needs_logarithmically_many_steps_gd_linearly_many():
+    """The paper's Sec. 2 rates: Newton's count grows like 2 log₂ κ (log r_N ≈ −2/κ²), GD's like κ."""
+    small, large = 10.0, 1000.0
+    assert newton_steps_to_tolerance(large, 1e-6) - newton_steps_to_tolerance(small, 1e-6) <= 2 * math.log2(100) + 1
+    assert gd_steps_to_tolerance(large, 1e-6) / gd_steps_to_tolerance(small, 1e-6) == pytest.approx(100, rel=0.1)
+
+
+def test_probe_step_counts_equal_the_plain_steps_they_name():
+    task = LinearRegression(dim=3, points=7)
+    torch.manual_seed(0)
+    model = build_model("gpt", 3, 7, n_layer=2, n_embd=16, n_head=2)
+    plain = probe(model, task, "gd", steps=4, num_prompts=64)
+    counted = probe(model, task, "gd", step_counts=[1, 2, 3, 4], num_prompts=64)
+    assert plain["records"] == counted["records"] and plain["best"] == counted["best"]
+    sparse = probe(model, task, "gd", step_counts=[1, 4, 16], num_prompts=64)
+    assert sorted({record["step"] for record in sparse["records"]}) == [1, 4, 16]
+
+
+@pytest.mark.parametrize("options", [dict(step_counts=[2, 2]), dict(step_counts=[]), dict(step_counts=[1, 2], steps=2),
+                                     dict(step_counts=[1, 2], step_params="per-step")])
+def test_probe_rejects_bad_step_counts(options):
+    task = LinearRegression(dim=3, points=7)
+    model = build_model("gpt", 3, 7, n_layer=1, n_embd=16, n_head=2)
+    with pytest.raises(ValueError, match="step_counts"):
+        probe(model, task, "gd", num_prompts=32, **options)
