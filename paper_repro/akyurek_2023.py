@@ -1,0 +1,331 @@
+"""Akyürek, Schuurmans, Andreas, Ma & Zhou (ICLR 2023), "What learning algorithm is in-context learning?".
+
+Setting (§4): linear regression in context, x ~ N(0, I_d), w ~ N(0, I_d), y = wᵀx + ε with
+ε ~ N(0, σ²); decoder-only transformers (x and y as separate tokens, pre-LayerNorm; icl-sim
+model ``gpt``; at quick scale the linear-attention ``lsa``, see Scales) of several depths.  Each
+trained model is compared at the final query of held-out prompts with three learning algorithms run on
+the same context: one step of gradient descent from 0 (at the risk-optimal step η* of
+``formulas.optimal_step``), ridge regression with the Bayes λ = σ²/s² (``Ridge.bayes_optimal``)
+and min-norm least squares, by the paper's two behavioural metrics (§4.1): the squared
+prediction difference SPD = E(ŷ_model − ŷ_alg)² and the implicit linear weight difference
+ILWD = E‖ŵ_model − ŵ_alg‖², the implicit weights fitted to each predictor's outputs on 2d probe
+queries that share the prompt's context (``icl_sim.probe_metrics``).  Probes (§5, Fig. 4):
+linear probes from each layer's hidden state at the final query to Xᵀy/n and to w
+(``icl_sim.latent_probes.probe_latent``, with a permuted control).
+
+Claims and checks.  (i) The metrics' identities, with the library's implementation: for two
+linear predictors ILWD = ‖w₁ − w₂‖² exactly, and SPD = ‖w₁ − w₂‖² in expectation over x ~ N(0, I)
+(§4.1; OLS against one GD step on the test prompts; per prompt (δᵀx_q)²/‖δ‖² ~ χ²₁, mean 1).
+(ii) Which algorithm is closest moves with depth (§4.3, Fig. 3): the shallowest noiseless model
+is closer to one GD step than to least squares, the deepest closer to least squares than to one
+GD step (SPD and ILWD).  (iii) Under noise (§4.2) the deepest model is closest to Bayes ridge,
+not to OLS or one GD step (SPD).
+(iv) The fact behind (iii), in closed form / Monte Carlo: the Bayes-ridge risk
+(``ridge_bayes_risk``) is below the OLS risk (``ols_risk``) and the one-step-GD risk
+(``one_step_gd_risk``), and the ridge baseline's test error equals its Bayes risk.  (v) Probes
+decode Xᵀy before w (Fig. 4): at the middle layer of the probed GPT, Xᵀy is decoded (R² ≥ 0.5, our
+threshold) and R²(Xᵀy) ≥ R²(w).
+
+Scales.  ``full`` follows the authors' code (google-research/incontext: pre-LN decoder of hidden
+size 512 with 8 heads, Adam β = (0.9, 0.98), ε = 1e-9, lr 1e-4 with warm-up over the first fifth and
+cosine decay, batch 64, 5001 × 100 steps, 40 exemplars) with d = 8 and depths 1 to 12 (their
+default 12 the deepest, whose layers are probed) at σ = 0 and σ = 0.5.  ``quick`` fits 5 CPU
+minutes: d = 4 (the paper's probing problem, Fig. 4) with 2d = 8 exemplars, σ ∈ {0, 0.5}.  Its
+depth × noise sweep (1, 2 and 4 layers) uses the linear-attention member of the family (icl-sim
+``lsa``, 2000 steps of batch 256 at lr 3e-3, cosine, gradients clipped at norm 1: at lr 1e-2 the
+4-layer LSA ended worse than the trivial predictor), not the GPT: measured on this machine, a
+width-64 GPT of depth 2 trained for 1500 steps of batch 64 had not yet left the plateau
+(final-query error 3.98 against the trivial 4.0), and six GPT runs long enough to learn do not
+fit 5 minutes.
+The LSA is the model in which §3's and von Oswald et al.'s constructions make one layer one GD
+step, so the sweep asks the paper's question (which learner does a depth-L attention model
+trained on this data match?) of the cheapest attention model that can answer it.  The probes
+need a hidden state wider than the LSA's d + 1 token, so one GPT (depth 4, width 64, 2 heads,
+the paper's optimiser, 3000 steps of batch 64 at lr 1e-3) is trained for them.  ``smoke`` trains
+5 steps to test the pipeline.
+
+Measured at quick scale (4.0 CPU minutes on one thread): the identities hold (ILWD to 3e-16,
+E[SPD/ILWD] = 0.999 ± 0.03); SPD(model, GD)/SPD(model, OLS) is 0.0004 at depth 1 (the one-layer
+LSA is one GD step) and SPD(model, OLS)/SPD(model, GD) 0.17 at depth 4 (ILWD 0.18); under σ = 0.5
+the 4-layer model's SPD to Bayes ridge is 0.45 of its SPD to OLS and 0.13 of its SPD to one GD
+step; the Bayes-ridge risk 0.520 is below OLS's 0.583 and one GD step's 1.835 (d = 4, n = 8).  The
+probe claim does NOT hold at this scale: the probed GPT has not left the plateau in 3000 steps
+(training loss 3.7 against the trivial 4.0), so neither latent is decoded (held-out R² 0.029 for
+Xᵀy and 0.026 for w at layer 2, at most 0.05 at any layer); the ordering check passes only
+vacuously, and the "decoded" check fails, as it should.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import torch
+
+from icl_sim.checks import Check, exact, monte_carlo
+from icl_sim.config import TrainConfig
+from icl_sim.evaluation import prompt_errors
+from icl_sim.latent_probes import probe_latent
+from icl_sim.plots import Curve, Panel
+from icl_sim.probe_metrics import behaviours, compare, last
+from icl_sim.tasks import LinearRegression
+from icl_sim.theory import GD, OLS, Ridge
+from icl_sim.theory.formulas import ols_risk, one_step_gd_risk, optimal_step, ridge_bayes_risk_samples
+
+from .runner import HELD_OUT_STREAMS
+from .spec import Paper, Reproduction
+
+PAPER = Paper("E. Akyürek, D. Schuurmans, J. Andreas, T. Ma, D. Zhou",
+              "What learning algorithm is in-context learning? Investigations with linear models", "ICLR 2023",
+              "2211.15661")
+METRICS_SOURCE = "Akyürek et al. 2023, §4.1 (SPD, ILWD)"
+DEPTH_SOURCE = "Akyürek et al. 2023, §4.3 / Fig. 3 (small models ≈ GD, larger ≈ least squares)"
+NOISE_SOURCE = "Akyürek et al. 2023, §4.2 (under noise the model matches Bayes ridge)"
+PROBE_SOURCE = "Akyürek et al. 2023, §5 / Fig. 4 (Xᵀy decoded in earlier layers than w)"
+#: the authors' Adam (google-research/incontext model_trainer.py: b1 0.9, b2 0.98, eps 1e-9)
+ADAM_BETAS, ADAM_EPS = (0.9, 0.98), 1e-9
+ALGORITHMS = ("one GD step", "Bayes ridge", "least squares")
+METRIC_NAMES = {"squared_prediction_difference": "SPD", "weight_difference": "ILWD"}
+#: a probe R² from which a latent counts as decoded (without it, "Xᵀy before w" holds vacuously at R² ≈ 0)
+DECODED_R2 = 0.5
+#: Monte Carlo draws of the Bayes-ridge risk (over designs X only)
+RIDGE_RISK_SAMPLES = 20_000
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Sizes of one scale: the depth × noise sweep (``family``) and the GPT whose layers are probed."""
+
+    dim: int
+    exemplars: int
+    depths: tuple[int, ...]
+    noises: tuple[float, ...]
+    family: str
+    width: int
+    heads: int
+    steps: int
+    batch_size: int
+    lr: float
+    probe_depth: int
+    probe_steps: int
+    probe_batch_size: int
+    probe_lr: float
+    test_prompts: int
+    probe_fit: int
+    log_every: int
+
+    def task(self, noise: float) -> LinearRegression:
+        return LinearRegression(dim=self.dim, points=self.exemplars + 1, noise=noise)
+
+
+SCALES = {
+    "smoke": Settings(dim=4, exemplars=8, depths=(1, 2), noises=(0.0, 0.5), family="lsa", width=16, heads=2, steps=5,
+                      batch_size=16, lr=1e-2, probe_depth=2, probe_steps=5, probe_batch_size=16, probe_lr=1e-3,
+                      test_prompts=64, probe_fit=64, log_every=5),
+    "quick": Settings(dim=4, exemplars=8, depths=(1, 2, 4), noises=(0.0, 0.5), family="lsa", width=64, heads=2,
+                      steps=2000, batch_size=256, lr=3e-3, probe_depth=4, probe_steps=3000, probe_batch_size=64,
+                      probe_lr=1e-3,
+                      test_prompts=2048, probe_fit=2048, log_every=100),
+    "full": Settings(dim=8, exemplars=40, depths=(1, 2, 4, 8, 12), noises=(0.0, 0.5), family="gpt", width=512,
+                     heads=8, steps=500_100, batch_size=64, lr=1e-4, probe_depth=12, probe_steps=500_100,
+                     probe_batch_size=64, probe_lr=1e-4, test_prompts=4096, probe_fit=8192, log_every=1000),
+}
+PROBE_RUN = "gpt-probe"
+
+
+def run_name(depth: int, noise: float) -> str:
+    return f"L{depth}-sigma{noise:g}"
+
+
+def _gpt(settings: Settings, task: LinearRegression, depth: int, steps: int, batch_size: int,
+         lr: float) -> TrainConfig:
+    """The paper's model and optimiser: pre-LN GPT, Adam (0.9, 0.98, 1e-9), warm-up over a fifth, cosine."""
+    return TrainConfig(task=task.name, task_params=dataclasses.asdict(task), model="gpt",
+                       model_params={"n_embd": settings.width, "n_layer": depth, "n_head": settings.heads},
+                       steps=steps, batch_size=batch_size, lr=lr,
+                       betas=ADAM_BETAS, adam_eps=ADAM_EPS, warmup_steps=steps // 5, lr_schedule="cosine",
+                       loss_on="all", log_every=settings.log_every, checkpoint_every=max(steps // 5, 1))
+
+
+def runs(settings: Settings) -> dict[str, TrainConfig]:
+    configs = {}
+    for noise in settings.noises:
+        task = settings.task(noise)
+        for depth in settings.depths:
+            if settings.family == "gpt":
+                configs[run_name(depth, noise)] = _gpt(settings, task, depth, settings.steps, settings.batch_size,
+                                                       settings.lr)
+            else:
+                configs[run_name(depth, noise)] = TrainConfig(
+                    task=task.name, task_params=dataclasses.asdict(task), model="lsa", model_params={"layers": depth},
+                    steps=settings.steps, batch_size=settings.batch_size, lr=settings.lr, lr_schedule="cosine",
+                    grad_clip=1.0, loss_on="last", log_every=settings.log_every,
+                    checkpoint_every=max(settings.steps // 5, 1))
+    if settings.family != "gpt" or settings.probe_depth not in settings.depths:
+        configs[PROBE_RUN] = _gpt(settings, settings.task(0.0), settings.probe_depth, settings.probe_steps,
+                                  settings.probe_batch_size, settings.probe_lr)
+    return configs
+
+
+def probe_run(settings: Settings) -> str:
+    """The GPT whose layers are probed: the sweep's own at full scale, a separate one where the sweep is LSA."""
+    return PROBE_RUN if PROBE_RUN in runs(settings) else run_name(settings.probe_depth, 0.0)
+
+
+def algorithms(settings: Settings, noise: float) -> dict:
+    """The three learners at the final query (n = exemplars context points); ridge needs σ > 0."""
+    n = settings.exemplars
+    learners = {"one GD step": GD(1, optimal_step(settings.dim, n, noise)), "least squares": OLS()}
+    if noise > 0:
+        learners["Bayes ridge"] = Ridge.bayes_optimal(noise, 1.0)
+    return learners
+
+
+def measure(measurement) -> dict:
+    settings = measurement.settings
+    rows, identities, probes = [], {}, []
+    for noise in settings.noises:
+        task = settings.task(noise)
+        test = measurement.prompts(task, "test", settings.test_prompts)
+        target = last(test.target)
+        learners = algorithms(settings, noise)
+        reference = {name: behaviours(learner.query_predictor, test, True)[-1] for name, learner in learners.items()}
+        for name, learner in learners.items():
+            rows.append({"noise": noise, "depth": 0, "seed": 0, "predictor": name, "against": "target",
+                         "metric": "mse", "value": float((reference[name].prediction - target).square().mean())})
+        for depth in settings.depths:
+            for seed, model in enumerate(measurement.models[run_name(depth, noise)]):
+                model = copy.deepcopy(model).double().eval()
+                (own,) = behaviours(model.query_predictor, test, True)[-1:]
+                rows.append({"noise": noise, "depth": depth, "seed": seed, "predictor": "model", "against": "target",
+                             "metric": "mse", "value": float((own.prediction - target).square().mean())})
+                for name, behaviour in reference.items():
+                    for metric, value in compare(own, behaviour, target).items():
+                        if metric in METRIC_NAMES:
+                            rows.append({"noise": noise, "depth": depth, "seed": seed, "predictor": "model",
+                                         "against": name, "metric": METRIC_NAMES[metric], "value": value})
+        if noise > 0:
+            identities = _identities(settings, test, learners, reference, noise)
+    for seed, model in enumerate(measurement.models[probe_run(settings)]):
+        for target in ("xty", "w"):
+            records = probe_latent(model, settings.task(0.0), target, num_fit=settings.probe_fit,
+                                   num_prompts=settings.test_prompts, seed=HELD_OUT_STREAMS["probe"],
+                                   device=measurement.device)
+            probes += [{"seed": seed, **record} for record in records]
+    return {"rows": rows, "identities": identities, "probes": probes}
+
+
+def _identities(settings: Settings, test, learners: dict, reference: dict, noise: float) -> dict:
+    """Per-prompt quantities of the metric identities and of the risks, on the noisy test prompts."""
+    n, d = settings.exemplars, settings.dim
+    weights = {name: learners[name].weights(test.xs, test.ys)[:, -1] for name in ("least squares", "one GD step")}
+    delta = weights["least squares"] - weights["one GD step"]
+    ols, gd = reference["least squares"], reference["one GD step"]
+    ridge_errors = prompt_errors(learners["Bayes ridge"], test, "squared_error")[:, -1] * d
+    return {
+        "ilwd_probes": compare(ols, gd, last(test.target))["weight_difference"],
+        "weight_distance": float(delta.square().sum(-1).mean()),
+        "spd_over_distance": (ols.prediction - gd.prediction).square() / delta.square().sum(-1),
+        "ridge_risk_samples": ridge_bayes_risk_samples(n, d, 1.0, noise, samples=RIDGE_RISK_SAMPLES),
+        "ridge_test_errors": ridge_errors,
+        "ols_risk": float(ols_risk(n, d, 1.0, noise)),
+        "gd_risk": one_step_gd_risk(d, n, noise, 1.0),
+    }
+
+
+def _value(results: dict, noise: float, depth: int, against: str, metric: str) -> float:
+    values = [row["value"] for row in results["rows"] if row["noise"] == noise and row["depth"] == depth
+              and row["against"] == against and row["metric"] == metric and row["predictor"] == "model"]
+    return sum(values) / len(values)
+
+
+def _probe_r2(results: dict, target: str, layer: int) -> float:
+    values = [r["value"] for r in results["probes"] if r["target"] == target and r["layer"] == layer
+              and r["metric"] == "r2" and r["probe"] == "linear"]
+    return sum(values) / len(values)
+
+
+def checks(results: dict, settings: Settings) -> list[Check]:
+    ident = results["identities"]
+    shallow, deep = min(settings.depths), max(settings.depths)
+    noisy = max(settings.noises)
+    ilwd_gap = (ident["ilwd_probes"] - ident["weight_distance"]) / ident["weight_distance"]
+    out = [dataclasses.replace(check, source=METRICS_SOURCE) for check in (
+        exact("ILWD(least squares, one GD step) from probe queries − mean ‖w_OLS − w_GD‖² (relative)", 0.0,
+              ilwd_gap, tolerance=1e-8),
+        monte_carlo("E[(ŷ_OLS − ŷ_GD)² / ‖w_OLS − w_GD‖²] at x_q ~ N(0, I) (SPD = ILWD)", 1.0,
+                    ident["spd_over_distance"]))]
+    for metric in ("SPD", "ILWD"):
+        out.append(Check(f"noiseless, depth {shallow}: {metric}(model, GD) / {metric}(model, least squares)", 1.0,
+                         _value(results, 0.0, shallow, "one GD step", metric)
+                         / _value(results, 0.0, shallow, "least squares", metric), relation="at_most",
+                         source=DEPTH_SOURCE))
+        out.append(Check(f"noiseless, depth {deep}: {metric}(model, least squares) / {metric}(model, GD)", 1.0,
+                         _value(results, 0.0, deep, "least squares", metric)
+                         / _value(results, 0.0, deep, "one GD step", metric), relation="at_most",
+                         source=DEPTH_SOURCE))
+    for other in ("least squares", "one GD step"):
+        out.append(Check(f"σ = {noisy:g}, depth {deep}: SPD(model, Bayes ridge) / SPD(model, {other})", 1.0,
+                         _value(results, noisy, deep, "Bayes ridge", "SPD")
+                         / _value(results, noisy, deep, other, "SPD"), relation="at_most", source=NOISE_SOURCE))
+    samples = ident["ridge_risk_samples"]
+    error = float(samples.std() / math.sqrt(samples.numel()))
+    for name, risk in (("least squares", ident["ols_risk"]), ("one GD step at η*", ident["gd_risk"])):
+        out.append(Check(f"σ = {noisy:g}, n = {settings.exemplars}: Bayes-ridge risk vs {name} risk {risk:.4g}",
+                         risk, float(samples.mean()), 3 * error, "at_most", error,
+                         "ridge_bayes_risk vs ols_risk / one_step_gd_risk (closed forms)"))
+    errors = ident["ridge_test_errors"]
+    both = math.sqrt(float(errors.var() / errors.numel()) + error**2)
+    out.append(Check(f"σ = {noisy:g}: ridge baseline's test error = Bayes risk", float(samples.mean()),
+                     float(errors.mean()), 3 * both, "close", both, "ridge_bayes_risk (Monte Carlo over X)"))
+    middle = math.ceil(settings.probe_depth / 2)
+    out.append(Check(f"GPT of depth {settings.probe_depth}, layer {middle}: R²(Xᵀy) of a linear probe (decoded)",
+                     DECODED_R2, _probe_r2(results, "xty", middle), relation="at_least",
+                     source=f"{PROBE_SOURCE}; R² ≥ {DECODED_R2} our threshold for 'decoded'"))
+    out.append(Check(f"GPT of depth {settings.probe_depth}, layer {middle}: R²(Xᵀy) − R²(w), linear probe", 0.0,
+                     _probe_r2(results, "xty", middle) - _probe_r2(results, "w", middle), relation="at_least",
+                     source=PROBE_SOURCE))
+    return out
+
+
+def figure(results: dict, settings: Settings) -> list[Panel]:
+    """SPD to each algorithm against depth, noiseless and noisy (log scales), and the probes' R² by layer."""
+    panels = []
+    for noise in settings.noises:
+        curves = [Curve(f"SPD(model, {name})", list(settings.depths),
+                        [_value(results, noise, depth, name, "SPD") for depth in settings.depths])
+                  for name in ALGORITHMS if noise > 0 or name != "Bayes ridge"]
+        curves.append(Curve("model's squared error (vs y)", list(settings.depths),
+                            [_model_error(results, noise, depth) for depth in settings.depths], baseline=True))
+        panels.append(Panel("layers", "squared prediction difference (final query)", curves,
+                            title=f"σ = {noise:g}, d = {settings.dim}, n = {settings.exemplars}",
+                            yscale="log"))
+    layers = list(range(1, settings.probe_depth + 1))
+    panels.append(Panel("layer", "probe R² (held out)", [
+        Curve(label, layers, [_probe_r2(results, target, layer) for layer in layers])
+        for target, label in (("xty", "Xᵀy / n"), ("w", "w"))],
+        title=f"linear probes, GPT of depth {settings.probe_depth}, σ = 0"))
+    return panels
+
+
+def _model_error(results: dict, noise: float, depth: int) -> float:
+    values = [row["value"] for row in results["rows"] if row["noise"] == noise and row["depth"] == depth
+              and row["predictor"] == "model" and row["against"] == "target"]
+    return sum(values) / len(values)
+
+
+REPRODUCTION = Reproduction(
+    name="akyurek-2023",
+    paper=PAPER,
+    claim="Trained transformers' in-context predictions move from one step of gradient descent towards least "
+          "squares as depth grows and match Bayes ridge under label noise; probes decode Xᵀy before w.",
+    caption="Fig. 3-4 of the paper: SPD of attention models of depth 1-4 to one GD step, Bayes ridge and least "
+            "squares (noiseless and σ = 0.5), and linear probes for Xᵀy and w by layer of a GPT",
+    scales=SCALES,
+    runs=runs,
+    measure=measure,
+    checks=checks,
+    figure=figure,
+    quick_minutes=4.0,
+)
