@@ -355,7 +355,8 @@ def test_baseline_constructor_errors_name_the_parameter(cls, arguments, name, va
 #: small configurations of each model family and its options, with the task (name, params) they suit
 MODEL_VARIANTS = {
     "lsa": [dict(layers=2, heads=2, init_scale=0.2, **options) for options in (
-        {}, {"parameterisation": "diagonal"}, {"layer_norm": True}, {"mlp": True}, {"layer_norm": True, "mlp": True},
+        {}, {"parameterisation": "diagonal"}, {"parameterisation": "sparse"}, {"layer_norm": True}, {"mlp": True},
+        {"layer_norm": True, "mlp": True},
         {"causal": True}, {"causal": True, "layer_norm": True, "mlp": True})],
     "gpt": [dict(n_layer=3), dict(n_layer=2, n_embd=16, n_head=2, dropout=0.1)],  # n_layer=3: the "tiny" size
     "softmax-attention": [dict(init_scale=0.3, **options) for options in (

@@ -33,6 +33,18 @@ Variants (fields of :class:`LSAConfig`; the defaults are the plain model above):
   regression?", ICLR, Sec. 3) and Ahn et al. 2023: P = −[[0, 0], [0, I_k]] fixed and
   Q = [[Γᵀ, 0], [0, 0]] with Γ (d × d) the only parameter per layer and head, so that one
   layer predicts ŷ = x_qᵀ Γ (1/n) Σ_j y_j x_j: one preconditioned GD step, linear in Γ.
+  With more layers it is Ahn et al.'s Thm 3 model (their P = [[0, 0], [0, 1]], Q = −[[Γ, 0], [0, 0]]).
+* ``parameterisation="sparse"`` — the multi-layer model of Ahn, Cheng, Daneshmand & Sra 2023
+  ("Transformers learn to implement preconditioned gradient descent for in-context learning",
+  NeurIPS, Sec. 5 and Thm 4), the one the authors train (chengxiang/LinearTransformer,
+  ``linear_transformer.py``: ``Transformer_F`` pads its d × d P and Q blocks): per layer and head
+  P = [[B, 0], [0, I_k]] and Q = −[[Aᵀ, 0], [0, 0]] with B and A (d × d) the parameters
+  (``feature_update``, ``preconditioner``).  In the authors' orientation (their attention
+  score is z_tᵀ Q z_j, so their Q is the transpose of ours) this is the paper's P_ℓ = [[B_ℓ, 0], [0, 1]],
+  Q_ℓ = −[[A_ℓ, 0], [0, 0]]: the authors' ``allparam[ℓ, h]`` holds (B, −A).  Layer ℓ adds
+  x_qᵀ A_ℓ (1/n) Σ_j y_j x_j to the prediction (a step preconditioned by A_ℓ on the current tokens)
+  and updates every token's features by x ← x − B_ℓ ((1/n) Σ_j x_j x_jᵀ) A_ℓᵀ x, which changes
+  later layers only.  With B = 0 it is ``preconditioner``.  Still linear, so the fast Γ path applies.
 * ``layer_norm`` / ``mlp`` — after each attention layer, a LayerNorm over the d + k
   features of every token (learned affine), then a residual two-layer MLP per token,
   z ← z + W₂ σ(W₁ z + b₁) + b₂ (width ``mlp_width``, GELU).  Token updates are no
@@ -60,7 +72,7 @@ from icl_sim.models.base import InContextModel
 from icl_sim.theory.constructions import gd_lsa_weights
 from icl_sim.validation import check_choice, check_float, check_int
 
-PARAMETERISATIONS = ("full", "diagonal", "preconditioner")
+PARAMETERISATIONS = ("full", "diagonal", "preconditioner", "sparse")
 
 
 @dataclass(frozen=True)
@@ -73,7 +85,8 @@ class LSAConfig:
     parameterisation: str = field(default="full", metadata={
         "help": "full: free P, Q per head; diagonal: P, Q = diag(a I_d, b I_k), 4 scalars per head "
                 "(Vladymyrov et al. 2024); preconditioner: ŷ = x_qᵀ Γ (1/n) Σ y_j x_j, Γ the only "
-                "parameter (Wu et al. 2024)"})
+                "parameter (Wu et al. 2024); sparse: P = [[B, 0], [0, I]], Q = −[[Aᵀ, 0], [0, 0]], B and A "
+                "per layer (Ahn et al. 2023, Thm 4)"})
     layer_norm: bool = field(default=False, metadata={
         "help": "LayerNorm on every token after each attention layer (exact per-prefix path)"})
     mlp: bool = field(default=False, metadata={
@@ -125,6 +138,10 @@ class LinearSelfAttention(InContextModel):
             self.key_query = nn.Parameter(config.init_scale * torch.randn(shape))  # Q = W_KQ per layer and head
         elif config.parameterisation == "preconditioner":  # Γ per layer and head; P fixed
             self.preconditioner = nn.Parameter(config.init_scale * torch.randn(config.layers, config.heads, dim, dim))
+        elif config.parameterisation == "sparse":  # A (the preconditioner) and B (the feature update) per layer, head
+            shape = (config.layers, config.heads, dim, dim)
+            self.preconditioner = nn.Parameter(config.init_scale * torch.randn(shape))
+            self.feature_update = nn.Parameter(config.init_scale * torch.randn(shape))
         else:  # (p^x, p^y) and (q^x, q^y) per layer and head
             self.value_scales = nn.Parameter(config.init_scale * torch.randn(config.layers, config.heads, 2))
             self.key_query_scales = nn.Parameter(config.init_scale * torch.randn(config.layers, config.heads, 2))
@@ -148,6 +165,13 @@ class LinearSelfAttention(InContextModel):
             key_query = torch.nn.functional.pad(gamma.transpose(-1, -2), (0, k, 0, k))  # [[Γᵀ, 0], [0, 0]]
             value = torch.zeros_like(key_query)
             value[..., self.dim:, self.dim:] = -torch.eye(k, dtype=gamma.dtype, device=gamma.device)
+            return value, key_query
+        if self.config.parameterisation == "sparse":
+            k = self.target_dim
+            key_query = -torch.nn.functional.pad(self.preconditioner.transpose(-1, -2), (0, k, 0, k))  # −[[Aᵀ, 0], [0, 0]]
+            value = torch.nn.functional.pad(self.feature_update, (0, k, 0, k))  # [[B, 0], [0, I_k]]
+            eye = torch.eye(k, dtype=value.dtype, device=value.device)
+            value = value + torch.nn.functional.pad(eye, (self.dim, 0, self.dim, 0))
             return value, key_query
         blocks = torch.cat([torch.zeros(self.dim, dtype=torch.long), torch.ones(self.target_dim, dtype=torch.long)])
         blocks = blocks.to(self.value_scales.device)
