@@ -151,6 +151,8 @@ def draw_figure(stem, panels: Sequence[Panel], caption: str) -> list[Path]:
 
 
 def _draw_panel(axes, panel: Panel) -> None:
+    from matplotlib.ticker import NullFormatter
+
     colors = _palette(len(panel.curves) + len(panel.targets))
     for color, curve in zip(colors, panel.curves):
         axes.plot(curve.x, curve.y, color=color, label=curve.label, linestyle="--" if curve.baseline else "-",
@@ -162,6 +164,9 @@ def _draw_panel(axes, panel: Panel) -> None:
         axes.axhspan(target.low, target.high, color=color, alpha=0.12, linewidth=0)
     axes.set_xscale(panel.xscale)
     axes.set_yscale(panel.yscale)
+    for axis, scale in ((axes.xaxis, panel.xscale), (axes.yaxis, panel.yscale)):
+        if scale == "log":  # label the decades only: minor labels of a short log range overlap
+            axis.set_minor_formatter(NullFormatter())
     if panel.ylim is not None:
         axes.set_ylim(*panel.ylim)
     axes.set_xlabel(panel.xlabel)

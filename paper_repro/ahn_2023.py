@@ -277,5 +277,5 @@ REPRODUCTION = Reproduction(
     measure=measure,
     checks=checks,
     figure=figure,
-    quick_minutes=2.9,
+    quick_minutes=2.0,
 )

@@ -327,5 +327,5 @@ REPRODUCTION = Reproduction(
     measure=measure,
     checks=checks,
     figure=figure,
-    quick_minutes=4.0,
+    quick_minutes=3.6,
 )

@@ -31,8 +31,9 @@ per additional layer, because Newton's residual on an eigenvalue λ is (1 − α
 
 Quick scale (what was shrunk, and why): a 4-layer, width-64, 4-head GPT on d = 4 with 9-point prompts
 (n/d = 2 as theirs), 1500 steps of Adam at 2e-3 (200 warm-up steps, cosine decay), batch 64, no curriculum:
-depth 12 → 4, width 256 → 64, d 20 → 4 and 500k → 1500 steps.  Measured (2-core CPU at load 9–11): the
-run took 9.4 min of wall time but 145 s of CPU (training ~100 s, the probes with 1024 prompts the rest).
+depth 12 → 4, width 256 → 64, d 20 → 4 and 500k → 1500 steps.  Measured: 128 s on one thread
+(`repro run --all`; 9.4 min of wall time under a load of 9–11, 145 s of CPU; the 1024-prompt probes
+take about a third).
 **At this budget the GPT does not learn in context**: its training loss stays on the plateau (3.98 at step
 1500 against E[y²] = 4), its error at the last query is 0.99 E[y²], and every layer matches Newton step 1
 and GD step 1, so the three trained-model checks fail — reported, not loosened.  Other tries: a 5-layer
@@ -329,5 +330,5 @@ REPRODUCTION = Reproduction(
     measure=measure,
     checks=checks,
     figure=figure,
-    quick_minutes=9.4,  # wall time at load 9–11 on 2 cores; 145 s of CPU
+    quick_minutes=2.1,  # `repro run --all --scale quick`, one thread on the 2-core machine
 )

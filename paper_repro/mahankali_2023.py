@@ -258,5 +258,5 @@ REPRODUCTION = Reproduction(
     measure=measure,
     checks=checks,
     figure=figure,
-    quick_minutes=2.5,
+    quick_minutes=1.2,
 )

@@ -258,5 +258,5 @@ REPRODUCTION = Reproduction(
     measure=measure,
     checks=checks,
     figure=figure,
-    quick_minutes=7.0,  # measured: 7 min 1 s wall at load average ≈ 9 on 2 cores (2 min 40 s of CPU)
+    quick_minutes=2.5,  # `repro run --all --scale quick`, one thread on the 2-core machine
 )

@@ -21,7 +21,7 @@ def train_or_reuse(config: TrainConfig, run_dir, *, progress: bool,
         model = train(config, run_dir, progress=progress, log_extra=log_extra)
     else:
         saved = load_config(run_dir)
-        if saved != config:
+        if saved.to_json() != config.to_json():  # as saved: JSON has lists where the config has tuples
             raise ValueError(f"out directory {str(run_dir)!r} holds a run with another config; choose another --out")
         if not (run_dir / CHECKPOINT_FILE).exists():
             raise ValueError(f"{str(run_dir)!r} holds an interrupted run without a checkpoint; remove it or "

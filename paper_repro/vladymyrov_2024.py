@@ -263,5 +263,5 @@ REPRODUCTION = Reproduction(
     measure=measure,
     checks=checks,
     figure=figure,
-    quick_minutes=3.7,  # wall time measured at load ~9 on 2 cores (92 s of CPU)
+    quick_minutes=1.2,  # `repro run --all --scale quick`, one thread on the 2-core machine
 )

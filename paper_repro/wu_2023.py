@@ -251,5 +251,5 @@ REPRODUCTION = Reproduction(
     measure=measure,
     checks=checks,
     figure=figure,
-    quick_minutes=3.3,  # measured: 3 min 20 s wall at load average ≈ 10 on 2 cores (50 s of CPU)
+    quick_minutes=0.5,  # `repro run --all --scale quick`, one thread on the 2-core machine
 )

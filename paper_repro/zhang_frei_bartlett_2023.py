@@ -226,5 +226,5 @@ REPRODUCTION = Reproduction(
     measure=measure,
     checks=checks,
     figure=figure,
-    quick_minutes=1.5,
+    quick_minutes=0.9,
 )

@@ -4,7 +4,9 @@ import json
 
 import pytest
 
+from icl_sim.config import TrainConfig
 from icl_sim.paper_repro import run_reproduction, von_oswald_2023
+from icl_sim.paper_repro.runs import train_or_reuse
 
 pytestmark = pytest.mark.slow  # the quick-scale run: about 13 s (smoke scale: tests/test_contracts.py)
 
@@ -37,3 +39,12 @@ def test_a_finished_run_is_reused_and_a_foreign_one_refused(quick_run, monkeypat
     with pytest.raises(ValueError, match="another config"):
         run_reproduction("von-oswald-2023", "quick", out, device="cpu", progress=False)
 
+
+
+def test_a_run_with_tuple_parameters_is_reused(tmp_path):
+    """Parameters that JSON stores as lists (a spectrum tuple) still match the declared config."""
+    config = TrainConfig(task="linear-regression", task_params={"dim": 2, "points": 4, "spectrum": (2.0, 0.5)},
+                         steps=2, batch_size=4, device="cpu", checkpoint_every=1)
+    _, first = train_or_reuse(config, tmp_path / "run", progress=False)
+    _, again = train_or_reuse(config, tmp_path / "run", progress=False)
+    assert again == first and len(first) >= 1
