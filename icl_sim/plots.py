@@ -202,4 +202,6 @@ def _figure(path: Path, panels: int) -> Iterator[list]:
         axes = figure.subplots(1, panels, squeeze=False)[0].tolist()
         yield axes
         with atomic_path(path) as temporary:
-            figure.savefig(temporary, format=path.suffix.lower()[1:], dpi=150)
+            form = path.suffix.lower()[1:]
+            # no creation date in a PDF: a regenerated gallery differs from the last one only where a figure does
+            figure.savefig(temporary, format=form, dpi=150, metadata={"CreationDate": None} if form == "pdf" else None)

@@ -39,10 +39,15 @@ def gallery_page(entries: Mapping[str, tuple[Reproduction, Sequence[Check]]]) ->
         for check in checks:
             required = (f"{check.expected:.4g} ± {check.tolerance:.2g}" if check.relation == "close"
                         else f"{_RELATIONS[check.relation]} {check.expected:.4g}")
-            lines.append(f"| {check.quantity} | {check.measured:.4g} | {required} | {check.source} | "
+            lines.append(f"| {_cell(check.quantity)} | {check.measured:.4g} | {required} | {_cell(check.source)} | "
                          f"{'pass' if check.passed else '**FAIL**'} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    """``text`` inside a Markdown table cell: its pipes escaped."""
+    return text.replace("|", "\\|")
 
 
 def write_gallery_page(entries: Mapping[str, tuple[Reproduction, Sequence[Check]]], figures_dir) -> Path:

@@ -1,11 +1,14 @@
 """The von-oswald-2023 reproduction end to end at quick scale, and its re-use of a finished run."""
 import dataclasses
 import json
+import re
 
 import pytest
 
+from icl_sim.checks import Check
 from icl_sim.config import TrainConfig
 from icl_sim.paper_repro import run_reproduction, von_oswald_2023
+from icl_sim.paper_repro.gallery import gallery_page
 from icl_sim.paper_repro.runs import train_or_reuse
 
 pytestmark = pytest.mark.slow  # the quick-scale run: about 13 s (smoke scale: tests/test_contracts.py)
@@ -48,3 +51,11 @@ def test_a_run_with_tuple_parameters_is_reused(tmp_path):
     _, first = train_or_reuse(config, tmp_path / "run", progress=False)
     _, again = train_or_reuse(config, tmp_path / "run", progress=False)
     assert again == first and len(first) >= 1
+
+
+def test_the_gallery_page_keeps_each_check_in_one_table_row():
+    """Quantities such as |L_LSA − L_GD| hold pipes; the page escapes them so each check stays one row."""
+    check = Check("gap |a − b| / b", 0.05, 0.01, relation="at_most", source="Fig. 2")
+    page = gallery_page({"von-oswald-2023": (von_oswald_2023.REPRODUCTION, [check])})
+    row = next(line for line in page.splitlines() if line.startswith("| gap"))
+    assert re.split(r"(?<!\\)\|", row)[1:-1] == [" gap \\|a − b\\| / b ", " 0.01 ", " ≤ 0.05 ", " Fig. 2 ", " pass "]
