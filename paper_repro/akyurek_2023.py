@@ -61,8 +61,6 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-import torch
-
 from icl_sim.checks import Check, exact, monte_carlo
 from icl_sim.config import TrainConfig
 from icl_sim.evaluation import prompt_errors
