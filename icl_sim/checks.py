@@ -73,26 +73,32 @@ class Check:
         return {**dataclasses.asdict(self), "passed": self.passed}
 
 
+def mean_and_standard_error(samples: torch.Tensor) -> tuple[float, float]:
+    """The mean of i.i.d. ``samples`` and its standard error, in float64."""
+    samples = samples.detach().to(torch.float64).flatten()
+    return float(samples.mean()), float(samples.std() / math.sqrt(samples.numel()))
+
+
 def monte_carlo(quantity: str, expected: float, samples: torch.Tensor, *, sigmas: float = 3.0, floor: float = 0.0,
-                relation: str = "close") -> Check:
+                relation: str = "close", source: str = "") -> Check:
     """``expected`` against the mean of i.i.d. ``samples``, allowing (close) or demanding (one-sided)
     ``sigmas`` standard errors; ``floor`` is a least tolerance for ``close``."""
-    samples = samples.detach().to(torch.float64).flatten()
-    standard_error = float(samples.std() / math.sqrt(samples.numel()))
+    mean, standard_error = mean_and_standard_error(samples)
     tolerance = sigmas * standard_error if relation != "close" else max(sigmas * standard_error, floor)
-    return Check(quantity, float(expected), float(samples.mean()), tolerance, relation, standard_error)
+    return Check(quantity, float(expected), mean, tolerance, relation, standard_error, source)
 
 
-def two_sample(quantity: str, expected_samples: torch.Tensor, samples: torch.Tensor, *, sigmas: float = 3.0) -> Check:
+def two_sample(quantity: str, expected_samples: torch.Tensor, samples: torch.Tensor, *, sigmas: float = 3.0,
+               source: str = "") -> Check:
     """An expected value that is itself a Monte Carlo mean of independent draws: both errors count."""
     f, x = expected_samples.to(torch.float64).flatten(), samples.to(torch.float64).flatten()
     standard_error = math.sqrt(float(f.var() / f.numel() + x.var() / x.numel()))
-    return Check(quantity, float(f.mean()), float(x.mean()), sigmas * standard_error, "close", standard_error)
+    return Check(quantity, float(f.mean()), float(x.mean()), sigmas * standard_error, "close", standard_error, source)
 
 
-def exact(quantity: str, expected: float, measured: float, *, tolerance: float = 1e-10) -> Check:
+def exact(quantity: str, expected: float, measured: float, *, tolerance: float = 1e-10, source: str = "") -> Check:
     """``expected`` against a deterministic computation (no sampling error)."""
-    return Check(quantity, float(expected), float(measured), tolerance)
+    return Check(quantity, float(expected), float(measured), tolerance, source=source)
 
 
 def write_checks(checks: Sequence[Check], out_dir) -> Path:

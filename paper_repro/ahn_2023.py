@@ -66,7 +66,7 @@ from dataclasses import dataclass
 
 import torch
 
-from icl_sim.checks import Check
+from icl_sim.checks import Check, mean_and_standard_error
 from icl_sim.config import TrainConfig
 from icl_sim.plots import Curve, Panel, Target
 from icl_sim.tasks import LinearRegression
@@ -74,8 +74,7 @@ from icl_sim.theory import StepwiseGD, StepwisePreconditionedGD
 from icl_sim.theory.formulas import optimal_preconditioner, preconditioned_gd_risk
 from icl_sim.theory.step_tuning import tune_steps
 
-from .measures import (layer_preconditioners, mean_and_error, query_squared_errors, relative_error, risk_check,
-                       run_mean, scaled_distance)
+from .measures import layer_preconditioners, query_squared_errors, relative_error, risk_check, run_mean, scaled_distance
 from .spec import Paper, Reproduction
 
 PAPER = Paper("K. Ahn, X. Cheng, H. Daneshmand, S. Sra", "Transformers learn to implement preconditioned "
@@ -187,7 +186,7 @@ def measure(measurement) -> dict:
             spectra["inverse"] = (optimum.trace() / torch.linalg.inv(covariance).trace() / eigenvalues).tolist()
             for seed, model in enumerate(measurement.models[name]):
                 (matrix,) = layer_preconditioners(model)
-                risk, error = mean_and_error(query_squared_errors(model, prompt))
+                risk, error = mean_and_standard_error(query_squared_errors(model, prompt))
                 add(name, seed, relative_error=relative_error(matrix, optimum),
                     shape_residual=scaled_distance(matrix, optimum)[0],
                     inverse_covariance_residual=scaled_distance(matrix, torch.linalg.inv(covariance))[0],
@@ -201,7 +200,7 @@ def measure(measurement) -> dict:
         baseline_errors = {label: query_squared_errors(baseline, prompt) for label, baseline in baselines.items()}
         for seed, model in enumerate(measurement.models[name]):
             errors = query_squared_errors(model, prompt)
-            difference = mean_and_error(errors - baseline_errors["preconditioned GD"])
+            difference = mean_and_standard_error(errors - baseline_errors["preconditioned GD"])
             add(name, seed, layers=layers, risk=float(errors.mean()), risk_gd=float(baseline_errors["GD"].mean()),
                 risk_preconditioned_gd=float(baseline_errors["preconditioned GD"].mean()),
                 risk_minus_preconditioned_gd=difference[0], paired_standard_error=difference[1])

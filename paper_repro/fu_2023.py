@@ -54,14 +54,14 @@ from dataclasses import dataclass
 
 import torch
 
-from icl_sim.checks import Check, exact
+from icl_sim.checks import Check, exact, mean_and_standard_error
 from icl_sim.config import Curriculum, TrainConfig
 from icl_sim.plots import Curve, Panel
 from icl_sim.probing import probe
 from icl_sim.tasks import LinearRegression
-from icl_sim.theory.formulas import (fu_alpha, gd_steps_to_tolerance, newton_iterates, newton_steps_to_tolerance)
+from icl_sim.theory.formulas import fu_alpha, gd_steps_to_tolerance, newton_iterates, newton_steps_to_tolerance
 
-from .measures import mean_and_error, query_squared_errors
+from .measures import query_squared_errors
 from .runner import held_out_prompts
 from .spec import Paper, Reproduction
 
@@ -233,7 +233,7 @@ def measure(measurement) -> dict:
         test = held_out_prompts(task, "test", settings.probe_prompts, measurement.device)
         fit["relative_error"], fit["relative_error_se"] = (
             value / (task.trivial_error() * task.dim)
-            for value in mean_and_error(query_squared_errors(model, test)))
+            for value in mean_and_standard_error(query_squared_errors(model, test)))
         fits.append(fit)
         rows += [{"part": "trained", "seed": seed, "quantity": key, "value": value} for key, value in fit.items()
                  if key != "seed"]

@@ -53,15 +53,14 @@ from dataclasses import dataclass
 
 import torch
 
-from icl_sim.checks import Check
+from icl_sim.checks import Check, mean_and_standard_error
 from icl_sim.config import TrainConfig
 from icl_sim.plots import Curve, Panel, Target
 from icl_sim.tasks import LinearRegression
 from icl_sim.theory.formulas import (inverse_covariance_prior_preconditioner, one_step_gd_risk, optimal_preconditioner,
                                      optimal_step)
 
-from .measures import (layer_preconditioners, mean_and_error, query_squared_errors, risk_check, run_mean,
-                       scaled_distance)
+from .measures import layer_preconditioners, query_squared_errors, risk_check, run_mean, scaled_distance
 from .spec import Paper, Reproduction
 
 PAPER = Paper("A. Mahankali, T. B. Hashimoto, T. Ma", "One step of gradient descent is provably the optimal "
@@ -134,7 +133,7 @@ def runs(settings: Settings) -> dict[str, TrainConfig]:
 
 
 def _risk_rows(name, seed, model, prompt, formula):
-    risk, error = mean_and_error(query_squared_errors(model, prompt))
+    risk, error = mean_and_standard_error(query_squared_errors(model, prompt))
     return [{"run": name, "seed": seed, "quantity": "risk", "value": risk},
             {"run": name, "seed": seed, "quantity": "risk_standard_error", "value": error},
             {"run": name, "seed": seed, "quantity": "risk_formula", "value": formula}]

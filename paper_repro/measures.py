@@ -7,7 +7,6 @@ position (``Predictor.predict``), its Monte Carlo check against a closed-form ri
 """
 from __future__ import annotations
 
-import math
 
 import torch
 
@@ -30,11 +29,6 @@ def query_squared_errors(predictor, prompt: Prompt, position: int = -1) -> torch
     """(ŷ − y)² at one query ``position`` of every prompt, (B,) float64."""
     return squared_errors(predictor, prompt)[:, position]
 
-
-def mean_and_error(samples: torch.Tensor) -> tuple[float, float]:
-    """The mean of i.i.d. ``samples`` and its standard error."""
-    samples = samples.to(torch.float64).flatten()
-    return float(samples.mean()), float(samples.std() / math.sqrt(samples.numel()))
 
 
 def risk_check(quantity: str, expected: float, measured: float, standard_error: float, *, slack: float,

@@ -52,13 +52,13 @@ from dataclasses import dataclass
 
 import torch
 
-from icl_sim.checks import Check
+from icl_sim.checks import Check, mean_and_standard_error
 from icl_sim.config import TrainConfig
 from icl_sim.plots import Curve, Panel, Target
 from icl_sim.tasks import LinearRegression
 from icl_sim.theory import Ridge
 
-from .measures import mean_and_error, query_squared_errors
+from .measures import query_squared_errors
 from .spec import Paper, Reproduction
 
 PAPER = Paper("M. Vladymyrov, J. von Oswald, M. Sandler, R. Ge", "Linear transformers are versatile in-context "
@@ -127,7 +127,7 @@ def _oracle_errors(task: LinearRegression, prompt) -> torch.Tensor:
 
 def _adjusted(errors: torch.Tensor, oracle: torch.Tensor) -> tuple[float, float]:
     """Mean adjusted loss (paired difference with the oracle) and its standard error."""
-    return mean_and_error(errors - oracle)
+    return mean_and_standard_error(errors - oracle)
 
 
 def measure(measurement) -> dict:
@@ -142,8 +142,9 @@ def measure(measurement) -> dict:
     noise = test.latent["noise"].to(torch.float64)
     edges = torch.linspace(0.0, settings.sigma_max, NOISE_BINS + 1, dtype=torch.float64)
     bins = torch.bucketize(noise, edges[1:-1])
-    rows = [{"predictor": "oracle ridge", "quantity": "loss", "layers": 0, "seed": 0,
-             "value": mean_and_error(oracle)[0], "standard_error": mean_and_error(oracle)[1]}]
+    oracle_loss, oracle_error = mean_and_standard_error(oracle)
+    rows = [{"predictor": "oracle ridge", "quantity": "loss", "layers": 0, "seed": 0, "value": oracle_loss,
+             "standard_error": oracle_error}]
 
     def record(predictor: str, errors: torch.Tensor, layers: int = 0, seed: int = 0, **extra):
         value, error = _adjusted(errors, oracle)
@@ -151,7 +152,7 @@ def measure(measurement) -> dict:
                      "value": value, "standard_error": error, **extra})
         for index in range(NOISE_BINS):  # loss by noise level (the paper's loss-vs-σ view)
             inside = bins == index
-            value, error = mean_and_error(errors[inside])
+            value, error = mean_and_standard_error(errors[inside])
             rows.append({"predictor": predictor, "quantity": "loss_by_sigma", "layers": layers, "seed": seed,
                          "sigma": float((edges[index] + edges[index + 1]) / 2), "value": value,
                          "standard_error": error})
@@ -165,7 +166,7 @@ def measure(measurement) -> dict:
             for seed, model in enumerate(measurement.models[f"{parameterisation}-L{layers}"]):
                 errors = query_squared_errors(model, test)
                 record(LABELS[parameterisation], errors, layers=layers, seed=seed)
-                difference = mean_and_error(errors - ridge_errors[best_lambda])
+                difference = mean_and_standard_error(errors - ridge_errors[best_lambda])
                 rows.append({"predictor": LABELS[parameterisation], "quantity": "loss_minus_const_rr",
                              "layers": layers, "seed": seed, "value": difference[0],
                              "standard_error": difference[1]})

@@ -44,14 +44,13 @@ from dataclasses import dataclass
 
 import torch
 
-from icl_sim.checks import Check
+from icl_sim.checks import Check, mean_and_standard_error
 from icl_sim.config import TrainConfig
 from icl_sim.plots import Curve, Panel
 from icl_sim.tasks import LinearRegression
 from icl_sim.theory.formulas import covariate_shift_risk, lsa_optimum_risk, optimal_preconditioner
 
-from .measures import (layer_preconditioners, mean_and_error, query_squared_errors, relative_error, risk_check,
-                       squared_errors)
+from .measures import layer_preconditioners, query_squared_errors, relative_error, risk_check, squared_errors
 from .spec import Paper, Reproduction
 
 PAPER = Paper("R. Zhang, S. Frei, P. L. Bartlett", "Trained transformers learn linear models in-context",
@@ -132,7 +131,7 @@ def measure(measurement) -> dict:
             entries[name]["learned"].append(matrix.flatten().tolist())
             errors = squared_errors(model, prompt)
             for length in settings.lengths:  # position M predicts from the first M points
-                risk, error = mean_and_error(errors[:, length])
+                risk, error = mean_and_standard_error(errors[:, length])
                 formula = float(lsa_optimum_risk(covariance, settings.context, length))
                 add(name, seed, "risk", risk, M=length, standard_error=error, formula=formula)
         if name != "isotropic":
@@ -144,7 +143,7 @@ def measure(measurement) -> dict:
             formula = float(covariate_shift_risk(task.dim, settings.context, scale, settings.shift_length))
             limit = float(covariate_shift_risk(task.dim, settings.context, scale))
             for seed, model in enumerate(measurement.models[name]):
-                risk, error = mean_and_error(query_squared_errors(model, shifted_prompt))
+                risk, error = mean_and_standard_error(query_squared_errors(model, shifted_prompt))
                 add(name, seed, "shift_risk", risk, c=scale, standard_error=error, formula=formula, limit=limit)
     return {"rows": rows, "entries": entries}
 

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from icl_sim.checks import Check, exact, monte_carlo, two_sample, write_checks
+from icl_sim.checks import Check, exact, mean_and_standard_error, monte_carlo, two_sample, write_checks
 
 
 @pytest.mark.parametrize("relation, expected, measured, tolerance, passed", [
@@ -34,7 +34,9 @@ def test_lines_read_as_a_person_would_say_them():
 def test_monte_carlo_tolerance_is_three_standard_errors_or_the_floor():
     samples = torch.tensor([0.0, 2.0] * 50, dtype=torch.float64)
     standard_error = float(samples.std()) / 10
-    check = monte_carlo("mean", 1.0, samples)
+    assert mean_and_standard_error(samples) == (1.0, pytest.approx(standard_error))
+    check = monte_carlo("mean", 1.0, samples, source="a textbook")
+    assert check.source == "a textbook"
     assert (check.measured, check.standard_error) == (1.0, pytest.approx(standard_error))
     assert check.tolerance == pytest.approx(3 * standard_error) and check.passed
     assert monte_carlo("mean", 1.0, samples, floor=1.0).tolerance == 1.0

@@ -32,7 +32,6 @@ same name in ``icl_sim.claims.risk_curves``:
 from __future__ import annotations
 
 import functools
-import math
 from typing import Callable
 
 import sympy as sp
@@ -40,6 +39,7 @@ import torch
 from sympy.stats import E as expectation
 from sympy.stats import Normal
 
+from icl_sim.checks import mean_and_standard_error
 from icl_sim.seeding import make_generator
 from icl_sim.theory.symbolic import torch_function
 from icl_sim.validation import check_float, check_int
@@ -93,6 +93,17 @@ def _final_risk(derive) -> Callable:
     return torch_function(derive()[-1].expression.rhs, [n, d, s, sigma])
 
 
+def _curve_points(points, dim: int, prior_scale: float, noise: float) -> torch.Tensor:
+    """A risk curve's arguments checked, and ``points`` (numbers of examples) as a float64 tensor."""
+    check_int("dim", dim, 1)
+    check_float("prior_scale", prior_scale, 0.0)
+    check_float("noise", noise, 0.0)
+    points = torch.as_tensor(points, dtype=torch.float64)
+    if bool((points < 0).any()):
+        raise ValueError(f"points must be >= 0, got {points}")
+    return points
+
+
 def ols_risk(points, dim: int, prior_scale: float = 1.0, noise: float = 0.0, *,
              query_noise: bool = True) -> torch.Tensor:
     """Risk of min-norm OLS after ``points`` examples (tensor or number; float64, broadcasting).
@@ -100,12 +111,7 @@ def ols_risk(points, dim: int, prior_scale: float = 1.0, noise: float = 0.0, *,
     s²·(d − min(n, d)) + σ²·min(n, d)/(|n − d| − 1) [+ σ²]; inf at |n − d| ≤ 1 when σ > 0;
     the variance term is 0 when σ = 0 or n = 0.
     """
-    check_int("dim", dim, 1)
-    check_float("prior_scale", prior_scale, 0.0)
-    check_float("noise", noise, 0.0)
-    points = torch.as_tensor(points, dtype=torch.float64)
-    if bool((points < 0).any()):
-        raise ValueError(f"points must be >= 0, got {points}")
+    points = _curve_points(points, dim, prior_scale, noise)
     dims = torch.full_like(points, float(dim))
     bias = prior_scale**2 * (dims - torch.minimum(points, dims))
     gap = (points - dims).abs()
@@ -147,12 +153,7 @@ def derive_averaging() -> list[Step]:
 def averaging_risk(points, dim: int, prior_scale: float = 1.0, noise: float = 0.0, *,
                    query_noise: bool = True) -> torch.Tensor:
     """Risk of Averaging after ``points`` examples: (s² d(d + 1) + σ² d)/n [+ σ²]; s² d [+ σ²] at n = 0."""
-    check_int("dim", dim, 1)
-    check_float("prior_scale", prior_scale, 0.0)
-    check_float("noise", noise, 0.0)
-    points = torch.as_tensor(points, dtype=torch.float64)
-    if bool((points < 0).any()):
-        raise ValueError(f"points must be >= 0, got {points}")
+    points = _curve_points(points, dim, prior_scale, noise)
     closed = _final_risk(derive_averaging)(points.clamp(min=1), dim, prior_scale, noise) - noise**2
     value = torch.where(points == 0, torch.full_like(points, prior_scale**2 * dim), closed)
     return value + (noise**2 if query_noise else 0.0)
@@ -223,9 +224,8 @@ def ridge_bayes_risk_samples(points: int, dim: int, prior_scale: float, noise: f
 def ridge_bayes_risk(points: int, dim: int, prior_scale: float, noise: float, *, samples: int = 20000,
                      seed: int = 0, query_noise: bool = True) -> tuple[float, float]:
     """The Bayes risk after ``points`` examples, (mean, standard error) by Monte Carlo over X only."""
-    draws = ridge_bayes_risk_samples(points, dim, prior_scale, noise, samples=samples, seed=seed,
-                                     query_noise=query_noise)
-    return float(draws.mean()), float(draws.std() / math.sqrt(samples))
+    return mean_and_standard_error(ridge_bayes_risk_samples(points, dim, prior_scale, noise, samples=samples,
+                                                            seed=seed, query_noise=query_noise))
 
 
 def ridge_bayes_risk_mp(points, dim, prior_scale: float, noise: float) -> torch.Tensor:
