@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 import torch
 
-from icl_sim.theory import GD, PreconditionedGD
-from icl_sim.models import constructed_lsa
-from icl_sim.theory.constructions import gd_lsa_weights
+from icl_sim.models import build_model, constructed_lsa
+from icl_sim.theory import GD, GDPlusPlus, PreconditionedGD
+from icl_sim.theory.constructions import gd_lsa_weights, gd_plus_plus_lsa_weights
 
 
 def reference_gd_predictions(xs, ys, steps, lr, preconditioner):
@@ -93,3 +93,22 @@ def test_constructed_lsa_equals_the_preconditioned_gd_baseline(layers):
     model = constructed_lsa(dim, points, layers, 0.4, preconditioner)
     expected = PreconditionedGD(layers, 0.4, preconditioner).predict(xs, ys)
     torch.testing.assert_close(model.predict(xs, ys), expected, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("gamma", [0.0, 0.25])
+def test_gd_plus_plus_weights_are_the_gd_plus_plus_baseline(gamma):
+    """An LSA loaded with ``gd_plus_plus_lsa_weights`` predicts as ``GDPlusPlus`` (tested against a literal token
+    loop in test_algorithms.py) at every layer; γ = 0 is plain GD."""
+    generator = torch.Generator().manual_seed(7)
+    dim, points, steps = 4, 12, 3
+    xs = torch.randn(5, points, dim, generator=generator, dtype=torch.float64)
+    ys = torch.randn(5, points, generator=generator, dtype=torch.float64)
+    weights = gd_plus_plus_lsa_weights(dim, steps, 0.4, gamma)
+    model = build_model("lsa", dim, points, layers=steps).double()
+    with torch.no_grad():
+        model.value.copy_(weights["value"])
+        model.key_query.copy_(weights["key_query"])
+    for layer, prediction in enumerate(model.layer_predictions(xs, ys), start=1):
+        torch.testing.assert_close(prediction, GDPlusPlus(layer, 0.4, gamma).predict(xs, ys), atol=1e-10, rtol=1e-10)
+    if gamma == 0.0:
+        torch.testing.assert_close(model.predict(xs, ys), GD(steps, 0.4).predict(xs, ys), atol=1e-10, rtol=1e-10)

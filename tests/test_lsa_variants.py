@@ -2,6 +2,8 @@
 
 No peeking for every variant: tests/test_contracts.py.
 """
+import re
+
 import pytest
 import torch
 from contract import gaussian_prompt
@@ -170,3 +172,21 @@ def test_variants_backpropagate(params):
     xs, ys = torch.randn(4, 6, 3), torch.randn(4, 6)
     (model(xs, ys).square().mean() + model.last_prediction(xs, ys).square().mean()).backward()
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+@pytest.mark.parametrize("params", [{}, {"parameterisation": "sparse"}, {"layer_norm": True, "mlp": True}])
+def test_recurrent_model_is_one_layer_repeated(prompt64, params):
+    """A recurrent model stores one layer's weights and predicts as the unshared model with those weights in
+    every layer, by its fast and its per-prefix path (the unshared model is checked against the literal
+    reference above)."""
+    xs, ys = prompt64
+    recurrent = _model(9, recurrent=True, **params)
+    unshared = _model(10, **params)
+    assert sum(p.numel() for p in unshared.parameters()) == 3 * sum(p.numel() for p in recurrent.parameters())
+    with torch.no_grad():
+        for name, parameter in unshared.named_parameters():
+            source = dict(recurrent.named_parameters())[re.sub(r"^(norms|mlps)\.\d+", r"\1.0", name)]
+            parameter.copy_(source.expand_as(parameter) if source.shape != parameter.shape else source)
+    torch.testing.assert_close(recurrent.predict(xs, ys), unshared.predict(xs, ys), atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(recurrent.per_prefix_predictions(xs, ys)[-1], recurrent.predict(xs, ys), atol=1e-12,
+                               rtol=1e-12)

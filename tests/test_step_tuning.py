@@ -110,3 +110,20 @@ def test_more_steps_are_never_worse():
     shorter, longer = (tune_steps("gd-plus-plus", xs, ys, steps)[0] for steps in (3, 6))
     assert np.isfinite(longer.risk) and longer.risk <= shorter.risk
     assert len(longer.run()) == 6 and longer.parameters["step_sizes"].shape == (6,)
+
+
+def test_shared_steps_are_the_best_constant_step():
+    """Shared GD steps: two steps with one η, against a dense grid of the risk of ``GD(2, η)`` refined by
+    the normal equation of its quadratic-in-η neighbourhood; GD++ with one (η, γ) beats shared GD."""
+    xs, ys = gaussian_prompts(2000, 11, torch.diag(torch.tensor([3.0, 1.0, 0.3], dtype=torch.float64)), seed=5)
+    (shared, *_) = tune_steps("gd", xs, ys, steps=2, shared=True)
+    eta = shared.parameters["step_sizes"]
+    assert eta.shape == (2,) and eta[0] == eta[1]
+    grid = np.linspace(0.01, 1.0, 2000)
+    risks = [float((GD(2, lr).predict(xs, ys)[:, -1] - ys[:, -1]).square().mean()) for lr in grid]
+    assert float(eta[0]) == pytest.approx(grid[int(np.argmin(risks))], abs=2 * (grid[1] - grid[0]))
+    assert shared.risk <= min(risks) + 1e-12
+    assert shared.risk >= tune_steps("gd", xs, ys, steps=2)[0].risk - 1e-12  # free steps are never worse
+    (plus, *_) = tune_steps("gd-plus-plus", xs, ys, steps=2, shared=True)
+    assert plus.parameters["corrections"][0] == plus.parameters["corrections"][1]
+    assert plus.risk < 0.95 * shared.risk

@@ -2,9 +2,10 @@
 from .algorithms import (DiscreteMMSE, GDPlusPlus, StepwiseGDPlusPlus, Newton, PowerMethod, PreconditionedGD,
                          StepwisePreconditionedGD, RecursiveLeastSquares)
 from .baselines import GD, KNN, OLS, Averaging, Baseline, StepwiseGD, LinearBaseline, Ridge, Zero
-from .constructions import gd_lsa_weights
+from .constructions import gd_lsa_weights, gd_plus_plus_lsa_weights
 from .formulas import optimal_preconditioner, optimal_step
 
 __all__ = ["Averaging", "Baseline", "DiscreteMMSE", "GD", "GDPlusPlus", "StepwiseGDPlusPlus", "StepwiseGD", "KNN",
            "LinearBaseline", "Newton", "OLS", "PowerMethod", "PreconditionedGD", "StepwisePreconditionedGD",
-           "RecursiveLeastSquares", "Ridge", "Zero", "gd_lsa_weights", "optimal_preconditioner", "optimal_step"]
+           "RecursiveLeastSquares", "Ridge", "Zero", "gd_lsa_weights", "gd_plus_plus_lsa_weights",
+           "optimal_preconditioner", "optimal_step"]

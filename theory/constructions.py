@@ -58,4 +58,18 @@ def gd_lsa_weights(dim: int, steps: int, lr: float,
     return {"value": value, "key_query": key_query}
 
 
-__all__ = ["gd_lsa_weights"]
+def gd_plus_plus_lsa_weights(dim: int, steps: int, lr: float, gamma: float) -> dict[str, torch.Tensor]:
+    """LSA weights for ``steps`` steps of GD++ (``icl_sim.theory.GDPlusPlus``) with step ``lr`` and
+    curvature correction ``gamma`` (von Oswald et al. 2023, Sec. 4).
+
+    Every layer has value = [[−γ I, 0], [0, −lr]] and key_query = [[I, 0], [0, 0]], so a token
+    z = (x, r) becomes (x − γ Ĝ x, r − lr·b̂ᵀx) with Ĝ, b̂ the context's (1/n)-moments: both of
+    GD++'s updates at once.  Shape and dtype as :func:`gd_lsa_weights`; ``gamma = 0`` is GD.
+    """
+    check_float("gamma", gamma)
+    weights = gd_lsa_weights(dim, steps, lr)
+    weights["value"][:, 0, :dim, :dim] = -gamma * torch.eye(dim, dtype=torch.float64)
+    return weights
+
+
+__all__ = ["gd_lsa_weights", "gd_plus_plus_lsa_weights"]

@@ -16,6 +16,7 @@ something else (``icl_sim.probing``) break such ties.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
@@ -102,16 +103,20 @@ class TunedSteps:
                 for k in range(1, steps + 1)]
 
 
-def tune_steps(family: str, xs: torch.Tensor, ys: torch.Tensor, steps: int) -> list[TunedSteps]:
+def tune_steps(family: str, xs: torch.Tensor, ys: torch.Tensor, steps: int, *,
+               shared: bool = False) -> list[TunedSteps]:
     """Every start's risk-minimising K-step parameters for predicting ys[:, -1] from the rest, best first.
 
     The risk is the mean of (x_queryᵀ w_K − y_query)² over the prompts, w_K from the context
     points j < N − 1 alone.  Besides the ``STARTS``, a K-step tuning also starts from the best
     (K − 1)-step parameters followed by a null step (η = 0, A = 0), so the best risk never rises
-    with K.
+    with K.  With ``shared`` every step has the same parameters (the algorithm a recurrent model,
+    one layer applied K times, can implement); they are still returned once per step.
     """
     check_choice("family", family, STEP_FAMILIES)
     check_int("steps", steps, 1)
+    if not isinstance(shared, bool):
+        raise ValueError(f"shared must be true or false, got {shared!r}")
     xs, ys = as_float64(xs, ys)
     gram, moment = context_statistics(xs[:, :-1], ys[:, :-1])
     eigenvalues, vectors = torch.linalg.eigh(gram)
@@ -119,7 +124,12 @@ def tune_steps(family: str, xs: torch.Tensor, ys: torch.Tensor, steps: int) -> l
     query = xs[:, -1]
     if STEP_FAMILIES[family].spectral:
         gram, moment, query = (eigenvalues, *((vectors.mT @ v[..., None]).squeeze(-1) for v in (moment, query)))
-    problem = _Problem(STEP_FAMILIES[family], gram, moment, query, ys[:, -1], unit)
+    problem = _Problem(STEP_FAMILIES[family], gram, moment, query, ys[:, -1], unit, steps if shared else 1)
+    if shared:
+        tuned = (TunedSteps(family, *problem.minimise(problem.start(first, first, 1)), name)
+                 for name, (first, _) in STARTS.items())
+        return sorted((dataclasses.replace(t, parameters=problem.repeated(t.parameters)) for t in tuned),
+                      key=lambda tuned: tuned.risk)
     tuned: list[TunedSteps] = []
     for length in range(1, steps + 1):
         starts = {name: problem.start(first, last, length) for name, (first, last) in STARTS.items()}
@@ -141,13 +151,18 @@ class _Problem:
     query: torch.Tensor
     target: torch.Tensor
     unit: torch.Tensor
+    repeats: int = 1  # every step's parameters applied this many times (shared steps)
 
     def start(self, first: float, last: float, steps: int) -> dict[str, torch.Tensor]:
         sizes = self.unit * torch.linspace(first, last, steps, dtype=torch.float64, device=self.moment.device)
         return self.family.start(sizes, self.moment.shape[-1])
 
+    def repeated(self, parameters: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The parameters of every step, each step's repeated ``repeats`` times in a row."""
+        return {name: value.repeat_interleave(self.repeats, dim=0) for name, value in parameters.items()}
+
     def losses(self, parameters: dict[str, torch.Tensor]) -> torch.Tensor:
-        weights = self.family.iterate(self.gram, self.moment, **parameters)
+        weights = self.family.iterate(self.gram, self.moment, **self.repeated(parameters))
         return ((self.query * weights).sum(-1) - self.target).square()
 
     def minimise(self, start: dict[str, torch.Tensor]) -> tuple[dict, torch.Tensor]:

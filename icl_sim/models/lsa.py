@@ -59,6 +59,9 @@ Variants (fields of :class:`LSAConfig`; the defaults are the plain model above):
   at layer 2 has seen all of the prefix's n context tokens (normalised by n) and in the
   causal model only the tokens before j (normalised by j).  It composes with
   layer_norm / mlp (the pass is per token) and costs O(N D²) per layer.
+* ``recurrent`` — one set of weights applied ``layers`` times (von Oswald et al. 2023, Sec. 4,
+  their code's ``deq``): the recurrent two-layer LSA whose trained curvature correction γ they
+  compare with GD++'s.  It composes with every other variant.
 """
 from __future__ import annotations
 
@@ -95,18 +98,25 @@ class LSAConfig:
     causal: bool = field(default=False, metadata={
         "help": "causal one-pass form (Zheng et al. 2024): token t attends to tokens < t; "
                 "equals the per-prefix model for one layer only"})
+    recurrent: bool = field(default=False, metadata={
+        "help": "every layer shares one set of weights (von Oswald et al. 2023's recurrent LSA)"})
 
     def __post_init__(self):
         check_int("layers", self.layers, 1)
         check_int("heads", self.heads, 1)
         check_float("init_scale", self.init_scale, 0.0)
         check_choice("parameterisation", self.parameterisation, PARAMETERISATIONS)
-        for name in ("layer_norm", "mlp", "causal"):
+        for name in ("layer_norm", "mlp", "causal", "recurrent"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         check_int("mlp_width", self.mlp_width, 0)
         if self.mlp_width and not self.mlp:
             raise ValueError(f"mlp_width applies only with mlp=True, got mlp_width={self.mlp_width}")
+
+    @property
+    def stored_layers(self) -> int:
+        """How many layers have weights of their own: one when they are all shared."""
+        return 1 if self.recurrent else self.layers
 
     @property
     def nonlinear(self) -> bool:
@@ -131,33 +141,38 @@ class LinearSelfAttention(InContextModel):
         check_int("points", points, 1)
         check_int("target_dim", target_dim, 1)
         self.dim, self.points, self.config, self.target_dim = dim, points, config, target_dim
-        width = dim + target_dim
+        width, layers = dim + target_dim, config.stored_layers
         if config.parameterisation == "full":
-            shape = (config.layers, config.heads, width, width)
+            shape = (layers, config.heads, width, width)
             self.value = nn.Parameter(config.init_scale * torch.randn(shape))  # P = W_PV per layer and head
             self.key_query = nn.Parameter(config.init_scale * torch.randn(shape))  # Q = W_KQ per layer and head
         elif config.parameterisation == "preconditioner":  # Γ per layer and head; P fixed
-            self.preconditioner = nn.Parameter(config.init_scale * torch.randn(config.layers, config.heads, dim, dim))
+            self.preconditioner = nn.Parameter(config.init_scale * torch.randn(layers, config.heads, dim, dim))
         elif config.parameterisation == "sparse":  # A (the preconditioner) and B (the feature update) per layer, head
-            shape = (config.layers, config.heads, dim, dim)
+            shape = (layers, config.heads, dim, dim)
             self.preconditioner = nn.Parameter(config.init_scale * torch.randn(shape))
             self.feature_update = nn.Parameter(config.init_scale * torch.randn(shape))
         else:  # (p^x, p^y) and (q^x, q^y) per layer and head
-            self.value_scales = nn.Parameter(config.init_scale * torch.randn(config.layers, config.heads, 2))
-            self.key_query_scales = nn.Parameter(config.init_scale * torch.randn(config.layers, config.heads, 2))
+            self.value_scales = nn.Parameter(config.init_scale * torch.randn(layers, config.heads, 2))
+            self.key_query_scales = nn.Parameter(config.init_scale * torch.randn(layers, config.heads, 2))
         if config.layer_norm:
-            self.norms = nn.ModuleList(nn.LayerNorm(width) for _ in range(config.layers))
+            self.norms = nn.ModuleList(nn.LayerNorm(width) for _ in range(layers))
         if config.mlp:
             hidden = config.mlp_width or 4 * width
             self.mlps = nn.ModuleList(nn.Sequential(nn.Linear(width, hidden), nn.GELU(), nn.Linear(hidden, width))
-                                      for _ in range(config.layers))
+                                      for _ in range(layers))
             for mlp in self.mlps:
                 for linear in (mlp[0], mlp[2]):
                     nn.init.normal_(linear.weight, std=config.init_scale)
                     nn.init.zeros_(linear.bias)
 
     def attention_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """(P, Q), each (layers, heads, d + k, d + k)."""
+        """(P, Q), each (layers, heads, d + k, d + k); a recurrent model repeats its one layer's."""
+        shape = (self.config.layers, -1, -1, -1)
+        return tuple(weights.expand(shape) for weights in self._stored_attention_weights())
+
+    def _stored_attention_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(P, Q) of the layers with weights of their own, (stored layers, heads, d + k, d + k)."""
         if self.config.parameterisation == "full":
             return self.value, self.key_query
         if self.config.parameterisation == "preconditioner":
@@ -275,9 +290,9 @@ class LinearSelfAttention(InContextModel):
     def _token_layers(self, layer: int, tokens: torch.Tensor) -> torch.Tensor:
         """The per-token LayerNorm and residual MLP after attention layer ``layer`` (identity if off)."""
         if self.config.layer_norm:
-            tokens = self.norms[layer](tokens)
+            tokens = self.norms[layer % self.config.stored_layers](tokens)
         if self.config.mlp:
-            tokens = tokens + self.mlps[layer](tokens)
+            tokens = tokens + self.mlps[layer % self.config.stored_layers](tokens)
         return tokens
 
     def _causal(self, xs: torch.Tensor, labels: torch.Tensor, features: bool = False) -> list[torch.Tensor]:
