@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 from icl_sim.models.base import InContextModel
+from icl_sim.models.deep_linear import DeepLinear
 from icl_sim.models.gpt import GPT
 from icl_sim.models.looped import LoopedLSA, LoopedTransformer
 from icl_sim.models.lsa import LinearSelfAttention, constructed_lsa
 from icl_sim.models.softmax_attention import SoftmaxAttention
 
 MODELS = {"lsa": LinearSelfAttention, "gpt": GPT, "looped": LoopedTransformer, "looped-lsa-ln": LoopedLSA,
-          "softmax-attention": SoftmaxAttention}
+          "softmax-attention": SoftmaxAttention, "deep-linear": DeepLinear}
 
 
 def build_model(name: str, dim: int, points: int, target_dim: int = 1, **params) -> InContextModel:
@@ -23,5 +24,5 @@ def build_model(name: str, dim: int, points: int, target_dim: int = 1, **params)
     return model_class(dim, points, config, target_dim)
 
 
-__all__ = ["GPT", "MODELS", "InContextModel", "LinearSelfAttention", "LoopedLSA", "LoopedTransformer",
+__all__ = ["DeepLinear", "GPT", "MODELS", "InContextModel", "LinearSelfAttention", "LoopedLSA", "LoopedTransformer",
            "SoftmaxAttention", "build_model", "constructed_lsa"]

@@ -37,6 +37,8 @@ class InContextModel(nn.Module, abc.ABC):
     #: the Config field that ``icl-sim train --layers`` sets, and the positions trained on by default
     depth_parameter: str = "layers"
     default_loss_on: str = "last"
+    #: False for a model that predicts from the query alone (a plain network, not an in-context learner)
+    reads_context: bool = True
 
     def layer_features(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
         """Per-layer features (B, N, width) at every query, for read-outs fitted per layer (Fu et al. 2023).

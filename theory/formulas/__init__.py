@@ -6,7 +6,8 @@ GD++, Saxe et al.'s learning curve, the LSA-GD construction) and ``comparison_me
 et al.'s SPD and ILWD).  ``icl_sim.claims`` checks each against numbers.
 """
 from .algorithms import (fu_alpha, gd_plus_plus_condition, gd_plus_plus_gamma, gd_plus_plus_map, gd_plus_plus_two_step,
-                         gd_steps_to_tolerance, newton_iterates, newton_steps_to_tolerance, saxe_mode_strength)
+                         gd_steps_to_tolerance, newton_iterates, newton_steps_to_tolerance, saxe_half_learning_time,
+                         saxe_mode_strength)
 from .comparison_metrics import ilwd, implicit_weights, spd, spd_linear
 from .one_layer_optimum import (covariate_shift_risk, inverse_covariance_prior_preconditioner, lsa_optimum_risk,
                                 one_step_gd_risk, optimal_preconditioner, optimal_step, preconditioned_gd_risk,
@@ -19,4 +20,4 @@ __all__ = ["averaging_risk", "averaging_risk_per_dim", "covariate_shift_risk", "
            "implicit_weights", "inverse_covariance_prior_preconditioner", "lsa_optimum_risk", "newton_iterates",
            "newton_steps_to_tolerance", "ols_risk", "ols_risk_per_dim", "one_step_gd_risk", "optimal_preconditioner",
            "optimal_step", "preconditioned_gd_risk", "preconditioner_risk", "ridge_bayes_risk", "ridge_bayes_risk_mp",
-           "ridge_bayes_risk_samples", "saxe_mode_strength", "spd", "spd_linear"]
+           "ridge_bayes_risk_samples", "saxe_half_learning_time", "saxe_mode_strength", "spd", "spd_linear"]

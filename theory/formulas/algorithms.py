@@ -249,6 +249,12 @@ def saxe_mode_strength(t, s, u0, tau):
     return s * growth / (growth - 1 + s / u0)
 
 
+def saxe_half_learning_time(s, u0, tau):
+    """The time at which u(t) = s/2: t½ = (τ/2s) ln(s/u0 − 1), solving e^{2st/τ} = s/u0 − 1 in eq. (7)'s u(t)."""
+    s = np.asarray(s, dtype=np.float64)
+    return tau / (2 * s) * np.log(s / u0 - 1)
+
+
 def derive_saxe() -> list[Step]:
     """Gradient flow of a balanced rank-one two-layer linear net on whitened inputs: with W1 = a vᵀ,
     W2 = a c, u = a², τ u' = 2u(s − u) (Saxe, McClelland & Ganguli 2013, Sec. 2, eqs. (5)-(7))."""

@@ -1,0 +1,73 @@
+"""A two-layer linear network ŷ = W2·W1·x of the query alone: Saxe et al.'s deep linear network.
+
+Saxe, McClelland & Ganguli, "Exact solutions to the nonlinear dynamics of learning in deep
+linear neural networks" (ICLR 2014, arXiv 1312.6120), Sec. 2: a network N1 → N2 → N3 with no
+non-linearity, W1 (h × d) then W2 (k × h).  It is not an in-context learner: position i
+predicts from x_i only and never reads the context (``reads_context`` is False), so a
+training run is ordinary supervised learning on the prompt's pairs, through icl-sim's own
+training loop.
+
+Initialisation (``init_scale`` = σ): W1 = σ R and W2 = σ E Rᵀ, with R (h × d) orthonormal
+columns (QR of a Gaussian; h = ``width`` ≥ d) and E the k × d rectangular identity, so
+W2·W1 = σ² E (for k = d, σ² I) and, for k ≥ d, W1 W1ᵀ = W2ᵀ W2 = σ² R Rᵀ (balanced).
+Against a symmetric input–output map M = Q S Qᵀ (``icl_sim.tasks.LinearMap``) this is the
+decoupled start of their exact solution, W1 = R Q A Qᵀ and W2 = Q A Qᵀ Rᵀ with A = σ I: every
+mode i starts at strength u_i = σ² and follows τ u̇ = 2u(s_i − u) on its own.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from icl_sim.models.base import InContextModel
+from icl_sim.validation import check_float, check_int
+
+
+@dataclass(frozen=True)
+class DeepLinearConfig:
+    """Hyper-parameters of :class:`DeepLinear`."""
+
+    width: int = field(default=0, metadata={"help": "hidden width h (0: the input dimension d); h >= d"})
+    init_scale: float = field(default=0.03, metadata={
+        "help": "σ: W1 = σR, W2 = σERᵀ (R orthonormal columns), so W2·W1 = σ² I: every mode starts at σ²"})
+
+    def __post_init__(self):
+        check_int("width", self.width, 0)
+        check_float("init_scale", self.init_scale, 0.0)
+
+    @property
+    def layers(self) -> int:
+        """One read-out: the output of the second weight layer."""
+        return 1
+
+
+class DeepLinear(InContextModel):
+    """ŷ_i = W2 W1 x_i at every position i, (B, N) for k = 1 or (B, N, k)."""
+
+    Config = DeepLinearConfig
+    depth_parameter, default_loss_on = "layers", "all"
+    reads_context = False
+
+    def __init__(self, dim: int, points: int, config: DeepLinearConfig = DeepLinearConfig(), target_dim: int = 1):
+        super().__init__()
+        check_int("dim", dim, 1)
+        check_int("points", points, 1)
+        check_int("target_dim", target_dim, 1)
+        width = config.width or dim
+        if width < dim:
+            raise ValueError(f"width must be 0 or at least dim={dim}, got {config.width}")
+        self.dim, self.points, self.config, self.target_dim = dim, points, config, target_dim
+        frame, _ = torch.linalg.qr(torch.randn(width, dim))  # orthonormal columns
+        sigma = config.init_scale
+        self.input_layer = nn.Parameter(sigma * frame)  # W1 (h, d)
+        self.output_layer = nn.Parameter(sigma * torch.eye(target_dim, dim) @ frame.T)  # W2 (k, h)
+
+    def product(self) -> torch.Tensor:
+        """The network's map W2 W1 (k, d)."""
+        return self.output_layer @ self.input_layer
+
+    def layer_predictions(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
+        preds = xs @ self.product().T
+        return [preds.squeeze(-1) if self.target_dim == 1 else preds]

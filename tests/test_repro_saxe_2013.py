@@ -1,0 +1,93 @@
+"""saxe-2013: the half-learning time, the time constant of icl-sim's loop, the linear-map task and the
+deep-linear model's decoupled balanced start (references: the ODE solver, autograd, Monte Carlo)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.integrate import solve_ivp
+
+from icl_sim.models import build_model
+from icl_sim.paper_repro import saxe_2013
+from icl_sim.seeding import make_generator
+from icl_sim.tasks import LinearMap, make_task
+from icl_sim.theory.formulas import saxe_half_learning_time, saxe_mode_strength
+from icl_sim.training import task_loss
+
+Z = 5.0
+
+
+@pytest.mark.parametrize("s, u0, tau", [(3.0, 1e-3, 300.0), (0.75, 1e-3, 300.0), (2.0, 0.1, 7.0)])
+def test_half_learning_time_is_where_the_ode_solution_crosses_half_strength(s, u0, tau):
+    half = float(saxe_half_learning_time(s, u0, tau))
+    assert saxe_mode_strength(half, s, u0, tau) == pytest.approx(s / 2, rel=1e-12)
+    crossing = lambda _, u: u[0] - s / 2  # noqa: E731
+    crossing.terminal = True
+    solution = solve_ivp(lambda _, u: 2 * u * (s - u) / tau, (0, 10 * half), [u0], events=crossing, rtol=1e-11,
+                         atol=1e-14)
+    assert solution.t_events[0][0] == pytest.approx(half, rel=1e-7)
+
+
+def test_the_training_loss_is_two_over_k_times_saxes_loss():
+    """One SGD step of the loop on its loss is a step of 2·lr/k on L_S = ½ mean‖y − W2W1x‖²: τ = k/(2 lr)."""
+    settings = saxe_2013.SCALES["quick"]
+    task = settings.task
+    config = saxe_2013.runs(settings)["deep-linear"]
+    torch.manual_seed(0)
+    model = build_model("deep-linear", task.dim, task.points, task.target_dim, **config.model_params).double()
+    prompt = task.sample(64, make_generator(0, "train"), dtype=torch.float64)
+    loop = torch.autograd.grad(task_loss(model, prompt, task, config.loss_on, 0), list(model.parameters()))
+    preds = prompt.xs @ model.product().T
+    saxe = 0.5 * (prompt.ys - preds).square().sum(-1).mean()
+    reference = torch.autograd.grad(saxe, list(model.parameters()))
+    for ours, theirs in zip(loop, reference):
+        # the loop casts its predictions to float32
+        torch.testing.assert_close(ours, 2 / task.target_dim * theirs, rtol=1e-6, atol=1e-9)
+    assert settings.tau == task.target_dim / (2 * config.lr)
+
+
+@pytest.mark.parametrize("width, target_dim", [(0, 3), (5, 3)])
+def test_deep_linear_starts_balanced_with_every_mode_at_sigma_squared(width, target_dim):
+    torch.manual_seed(1)
+    model = build_model("deep-linear", 3, 4, target_dim, width=width, init_scale=0.1).double()
+    w1, w2 = model.input_layer.detach(), model.output_layer.detach()
+    torch.testing.assert_close(model.product().detach(), 0.01 * torch.eye(3, dtype=torch.float64))
+    torch.testing.assert_close(w1 @ w1.T, w2.T @ w2)  # balanced: W1 W1ᵀ = W2ᵀ W2
+    xs = torch.randn(2, 4, 3, dtype=torch.float64)
+    torch.testing.assert_close(model(xs, torch.zeros(2, 4, 3, dtype=torch.float64)), 0.01 * xs)
+
+
+def test_deep_linear_rejects_a_narrow_hidden_layer():
+    with pytest.raises(ValueError, match="width"):
+        build_model("deep-linear", 4, 3, width=2)
+
+
+def test_linear_map_inputs_are_whitened_and_labels_follow_the_fixed_map():
+    task = LinearMap(dim=3, points=50, singular_values=(3.0, 1.5, 0.75), teacher_seed=1)
+    teacher, modes = task.teacher(), task.modes()
+    torch.testing.assert_close(modes.T @ modes, torch.eye(3, dtype=torch.float64))
+    torch.testing.assert_close(modes.T @ teacher @ modes, torch.diag(torch.tensor([3.0, 1.5, 0.75],
+                                                                                   dtype=torch.float64)))
+    prompt = task.sample(400, make_generator(2, "eval"), dtype=torch.float64)
+    xs, ys = prompt.xs.reshape(-1, 3), prompt.ys.reshape(-1, 3)
+    n = xs.shape[0]
+    torch.testing.assert_close(ys, xs @ teacher.T)
+    # Σ11 = E[xxᵀ] = I: each entry's standard error is at most √2/√n
+    assert (xs.T @ xs / n - torch.eye(3, dtype=torch.float64)).abs().max() <= Z * math.sqrt(2 / n)
+    assert torch.equal(prompt.latent["M"][0], teacher.to(prompt.xs.dtype))
+    assert task.trivial_error() == pytest.approx((9 + 2.25 + 0.5625) / 3)
+
+
+def test_linear_map_default_rotation_is_the_identity_and_bad_values_are_named():
+    assert torch.equal(LinearMap(dim=2, singular_values=(1.0,)).modes(), torch.eye(2, dtype=torch.float64))
+    for bad in [(1.0, 2.0, 3.0), (), (-1.0,), (math.nan,)]:
+        with pytest.raises(ValueError, match="singular_values"):
+            make_task("linear-map", dim=2, singular_values=bad)
+
+
+def test_half_time_interpolates_between_logged_steps():
+    steps = np.array([0.0, 10.0, 20.0])
+    assert saxe_2013.half_time(steps, np.array([0.0, 1.0, 3.0]), 4.0) == pytest.approx(15.0)
+    assert math.isnan(saxe_2013.half_time(steps, np.array([0.0, 0.5, 1.0]), 4.0))
