@@ -44,10 +44,40 @@ Graph generators (``generator``):
   u gains an edge u → v with probability ``extra_edges``.  Extra edges inside what is
   already reachable only shorten paths, so every shortest path has length ≤ D
   (undirected: every component has diameter ≤ D).
+* ``graphqa`` (GraphQA-style, after Fatemi et al. 2023 as used by Sanford et al. 2024,
+  arXiv 2405.18512): the graph size m is drawn from buckets — a bucket uniform among the
+  powers-of-two ranges [2^k, 2^(k+1) − 1] that meet [min_nodes, nodes] (``min_nodes = 0``
+  means m = n), then m uniform inside it, so every octave of sizes is equally likely; the
+  edge probability p is drawn per graph, uniform on [``edge_probability_min``,
+  ``edge_probability_max``], and nodes 0..m−1 form G(m, p) (nodes m..n−1 are isolated
+  padding, never queried).  The query (s, t) is an ordered pair of distinct graph nodes
+  drawn uniformly, and the label is whatever reachability says for that pair
+  (``reachable_fraction`` is not used): on dense graphs most labels are +1, as in GraphQA.
+* ``balanced-dag`` (after Saparov et al. 2024's balanced distribution, arXiv 2412.04703,
+  their generator.cpp ``generate_graph_with_lookahead``; directed graphs only): a
+  lookahead ℓ uniform on 1..``max_lookahead`` per graph (0 = the largest that fits,
+  ⌊(n − 1) / branches⌋ − 1), so query distances are balanced rather than dominated by
+  short ones.  A start vertex r has ``branches`` out-edges to branch heads h_0..h_{k−1};
+  each head starts a directed path of ℓ edges, and the end of branch 0 is the goal g.  The
+  remaining vertices are fillers that make the graph a layered DAG: r has level 0, the
+  i-th vertex of a branch level i (heads 1, ends ℓ + 1), a filler a level uniform on
+  −1..ℓ + 1; a filler is an ancestor or a descendant (probability ½ each), and each edge
+  u → v with level(v) = level(u) + 1, u an ancestor or v a descendant, is present with
+  probability min(1, c / (number of vertices at level(u) + 1)), c = ``average_degree``.
+  Fillers thus add in-edges (ancestors) and side branches (descendants) around the
+  branches, like the paper's extra preferential-attachment vertices, but no path leaves
+  the branches and comes back.  Every edge goes up one level, so a path from u to v has
+  exactly level(v) − level(u) edges.  The query is (h_J, g), the binary form of the
+  paper's "which out-neighbour of r leads to g": J = 0 (the goal's own branch, label +1,
+  distance exactly ℓ) with probability ``reachable_fraction``, else J uniform among the
+  distractor branches (label −1; both ends have edges, so every negative is hard).  The
+  label is still read from the drawn pair's reachability.  Vertex ids are a random
+  permutation, so ids carry no structure.
 
-Queries: the label is drawn first, +1 with probability ``reachable_fraction``; s is
-uniform among the queryable nodes that have at least one target with that label and t
-uniform among those targets (masked sampling, vectorised).  When no node has such a
+Queries (erdos-renyi, chain, bounded-diameter): the label is drawn first, +1 with
+probability ``reachable_fraction``; s is uniform among the queryable nodes that have at
+least one target with that label and t uniform among those targets (masked sampling,
+vectorised).  When no node has such a
 target (e.g. +1 asked of a graph with no edges) the label flips, so the realised
 fraction can differ from ``reachable_fraction`` for graphs where one answer is rare.
 
@@ -55,7 +85,11 @@ Labels use boolean reachability: ⌈log₂ n⌉ squarings of A ∨ I, each produ
 to {0, 1} (never float matrix powers, which overflow).  ``latent``: ``adjacency``
 (B, n, n) bool, ``source``, ``target`` (B,) long, ``label`` (B,) bool, ``distance``
 (B,) long (shortest-path length from s to t, −1 if unreachable) and ``size`` (B,)
-long (the sampled graph size; n except for padded Erdős–Rényi graphs).
+long (the sampled graph size; n except for padded Erdős–Rényi and GraphQA graphs).
+
+``hard_pairs(latent)`` is the one definition of the hard slice (``slices()["hard"]``):
+distance ≥ 4, or disconnected with both ends of positive degree — the pairs that neither
+"connected iff both ends have edges" nor "connected iff within 3 hops" answers for free.
 """
 from __future__ import annotations
 
@@ -70,8 +104,9 @@ from icl_sim.tasks.base import TaskFamily, parameter
 from icl_sim.theory.graph_algorithms import BFSReachability, DegreeHeuristic, ReachabilityRounds
 from icl_sim.validation import check_choice, check_float, check_int
 
-GENERATORS = ("erdos-renyi", "chain", "bounded-diameter")
-
+GENERATORS = ("erdos-renyi", "chain", "bounded-diameter", "graphqa", "balanced-dag")
+#: the hard slice: pairs at least this far apart (or disconnected with both ends of positive degree)
+HARD_DISTANCE = 4
 
 
 @dataclass(frozen=True)
@@ -84,16 +119,23 @@ class GraphConnectivity(TaskFamily):
     dim_parameter: ClassVar[str] = "nodes"
 
     nodes: int = parameter("number of nodes n (tokens are 2n wide, prompts n + 1 long)", 16)
-    generator: str = parameter("graph law: erdos-renyi, chain or bounded-diameter", "erdos-renyi")
+    generator: str = parameter("graph law: erdos-renyi, chain, bounded-diameter, graphqa or balanced-dag",
+                               "erdos-renyi")
     directed: bool = parameter("directed edges (reachability along edge directions)", False)
     reachable_fraction: float = parameter("probability that a query asks for a reachable pair (label +1)", 0.5)
-    min_nodes: int = parameter("erdos-renyi: smallest graph size, uniform on [min_nodes, nodes] (0 = nodes); "
-                           "the other nodes are isolated padding, never queried", 0)
-    average_degree: float = parameter("erdos-renyi: expected (out-)degree c, edge probability c/(m-1)", 1.5)
+    min_nodes: int = parameter("erdos-renyi, graphqa: smallest graph size (0 = nodes); the other nodes are "
+                               "isolated padding, never queried", 0)
+    average_degree: float = parameter("erdos-renyi: expected (out-)degree c, edge probability c/(m-1); "
+                                      "balanced-dag: expected out-degree of a filler", 1.5)
     path_length: int = parameter("chain: edges per chain (each chain has path_length + 1 nodes)", 4)
     max_diameter: int = parameter("bounded-diameter: bound D on every shortest-path length", 4)
     components: int = parameter("bounded-diameter: number of trees (connected components)", 2)
     extra_edges: float = parameter("bounded-diameter: probability of each extra edge inside a reachable pair", 0.0)
+    edge_probability_min: float = parameter("graphqa: smallest edge probability (p uniform per graph)", 0.0)
+    edge_probability_max: float = parameter("graphqa: largest edge probability (p uniform per graph)", 1.0)
+    branches: int = parameter("balanced-dag: branches from the start vertex (one leads to the goal)", 2)
+    max_lookahead: int = parameter("balanced-dag: largest query distance ℓ, uniform on 1..max (0 = largest "
+                                   "that fits, (nodes - 1) // branches - 1)", 0)
 
     def __post_init__(self):
         check_int("nodes", self.nodes, 2)
@@ -110,6 +152,25 @@ class GraphConnectivity(TaskFamily):
         roots = 2 if self.max_diameter % 2 else 1
         check_int("components", self.components, 1, self.nodes // roots)
         check_float("extra_edges", self.extra_edges, 0.0, maximum=1.0)
+        check_float("edge_probability_min", self.edge_probability_min, 0.0, maximum=1.0)
+        check_float("edge_probability_max", self.edge_probability_max, self.edge_probability_min, maximum=1.0)
+        check_int("branches", self.branches, 1)
+        check_int("max_lookahead", self.max_lookahead, 0)
+        if self.generator == "balanced-dag":
+            if not self.directed:
+                raise ValueError("generator balanced-dag builds directed graphs: set directed=true")
+            check_int("branches", self.branches, 1, max((self.nodes - 1) // 2, 1))  # so that ℓ = 1 fits
+            check_int("max_lookahead", self.max_lookahead, 0, self.largest_lookahead)
+
+    @property
+    def largest_lookahead(self) -> int:
+        """balanced-dag: the largest ℓ that fits, (n − 1) // branches − 1 (a start and k branches of ℓ + 1 nodes)."""
+        return (self.nodes - 1) // self.branches - 1
+
+    @property
+    def lookahead(self) -> int:
+        """balanced-dag: the largest query distance drawn, ``max_lookahead`` or (0) the largest that fits."""
+        return self.max_lookahead or self.largest_lookahead
 
     @property
     def dim(self) -> int:
@@ -128,6 +189,10 @@ class GraphConnectivity(TaskFamily):
             return self._erdos_renyi(batch_size, generator)
         if self.generator == "chain":
             return self._chains(batch_size, generator)
+        if self.generator == "graphqa":
+            return self._graphqa(batch_size, generator)
+        if self.generator == "balanced-dag":
+            return self._balanced_dag(batch_size, generator)[:2]
         return self._bounded_diameter(batch_size, generator)
 
     def _edges_from_scores(self, keep: torch.Tensor) -> torch.Tensor:
@@ -194,6 +259,66 @@ class GraphConnectivity(TaskFamily):
             adjacency = adjacency | self._edges_from_scores((u < self.extra_edges) & reach)
         return adjacency, torch.ones(batch_size, n, dtype=torch.bool, device=device)
 
+    def _graph_sizes(self, batch_size, generator):
+        """graphqa: sizes (B,) long: a powers-of-two bucket uniform among those meeting [min_nodes, nodes], then a size
+        uniform inside it."""
+        n, device = self.nodes, generator.device
+        low = self.min_nodes or n
+        starts = [max(low, 2 ** k) for k in range(low.bit_length() - 1, n.bit_length())]
+        ends = [min(n, 2 ** (k + 1) - 1) for k in range(low.bit_length() - 1, n.bit_length())]
+        start, end = (torch.tensor(v, device=device) for v in (starts, ends))
+        bucket = torch.randint(len(starts), (batch_size,), generator=generator, device=device)
+        u = torch.rand(batch_size, generator=generator, device=device, dtype=torch.float64)
+        width = (end - start + 1)[bucket]
+        return start[bucket] + (u * width).floor().long().clamp(max=width - 1)
+
+    def _graphqa(self, batch_size, generator):
+        n, device = self.nodes, generator.device
+        size = self._graph_sizes(batch_size, generator)
+        active = torch.arange(n, device=device) < size[:, None]
+        u = torch.rand(batch_size, generator=generator, device=device, dtype=torch.float64)
+        p = self.edge_probability_min + (self.edge_probability_max - self.edge_probability_min) * u
+        scores = torch.rand(batch_size, n, n, generator=generator, device=device, dtype=torch.float64)
+        keep = (scores < p[:, None, None]) & active[:, :, None] & active[:, None, :]
+        return self._edges_from_scores(keep), active
+
+    def _balanced_dag(self, batch_size, generator):
+        """Layered DAG with a start, ``branches`` paths of ℓ edges and fillers; also the query (source, target)."""
+        n, k, device = self.nodes, self.branches, generator.device
+        ell = torch.randint(1, self.lookahead + 1, (batch_size, 1), generator=generator, device=device)
+        position = torch.arange(n, device=device)[None, :]  # layout: 0 = start, then k branches of ℓ + 1 nodes
+        branch, offset = (position - 1).div(ell + 1, rounding_mode="floor"), (position - 1) % (ell + 1)
+        on_branch = (position >= 1) & (branch < k)
+        filler = (position >= 1) & ~on_branch
+        u = torch.rand(batch_size, n, generator=generator, device=device, dtype=torch.float64)
+        filler_level = -1 + (u * (ell + 3)).floor().long().clamp(max=ell + 2)  # uniform on -1..ℓ + 1
+        level = torch.where(on_branch, offset + 1, torch.where(filler, filler_level, 0))  # (B, n)
+        head = on_branch & (offset == 0)  # (B, n)
+        start_to_head = (position.T == 0) & head[:, None, :]
+        along_branch = (position.T + 1 == position) & on_branch[:, :, None] & (on_branch & (offset != 0))[:, None, :]
+        structure = start_to_head | along_branch  # (B, u, v) in layout positions
+        next_level = level[:, None, :] == level[:, :, None] + 1  # (B, u, v)
+        count_next = next_level.sum(dim=2).clamp(min=1)
+        p = (self.average_degree / count_next.to(torch.float64)).clamp(max=1.0)
+        u = torch.rand(batch_size, n, n, generator=generator, device=device, dtype=torch.float64)
+        # half the fillers are ancestors (edges out of them only), half descendants (edges into them only): no
+        # path leaves the structure and comes back, so a distractor head never reaches the goal
+        ancestor = filler & (torch.rand(batch_size, n, generator=generator, device=device) < 0.5)
+        descendant = filler & ~ancestor
+        extra = (u < p[:, :, None]) & next_level & (ancestor[:, :, None] | descendant[:, None, :])
+        layout = structure | extra
+        distractor = torch.rand(batch_size, generator=generator, device=device) >= self.reachable_fraction
+        other = 1 + (torch.rand(batch_size, generator=generator, device=device) * (k - 1)).floor().long()
+        queried = torch.where(distractor & (k > 1), other.clamp(max=k - 1), 0)  # the queried branch J
+        # ids: a random permutation (node id = node[position]); adjacency[node[i], node[j]] = layout[i, j]
+        node = torch.rand(batch_size, n, generator=generator, device=device).argsort(dim=1)
+        inverse = node.argsort(dim=1)
+        rows = torch.arange(batch_size, device=device)[:, None, None]
+        adjacency = layout[rows, inverse[:, :, None], inverse[:, None, :]]
+        source = node.gather(1, (1 + queried * (ell[:, 0] + 1))[:, None])[:, 0]
+        target = node.gather(1, 1 + ell)[:, 0]  # the goal: the end of branch 0
+        return adjacency, torch.ones(batch_size, n, dtype=torch.bool, device=device), source, target
+
     # -- prompts ------------------------------------------------------------------------
     def sample(self, batch_size: int, generator: torch.Generator, *, points: int | None = None,
                active_dims: int | None = None, dtype: torch.dtype = torch.float32) -> Prompt:
@@ -204,8 +329,15 @@ class GraphConnectivity(TaskFamily):
         if active_dims is not None and active_dims != self.dim:
             raise ValueError(f"active_dims must be 2 * nodes = {self.dim} for graph-connectivity, got {active_dims}")
         n, device = self.nodes, generator.device
-        adjacency, queryable = self.sample_graphs(batch_size, generator)
-        source, target, label = self._queries(adjacency, queryable, generator)
+        if self.generator == "balanced-dag":
+            adjacency, queryable, source, target = self._balanced_dag(batch_size, generator)
+            label = reachability(adjacency)[torch.arange(batch_size, device=device), source, target]
+        elif self.generator == "graphqa":
+            adjacency, queryable = self.sample_graphs(batch_size, generator)
+            source, target, label = self._uniform_queries(adjacency, queryable, generator)
+        else:
+            adjacency, queryable = self.sample_graphs(batch_size, generator)
+            source, target, label = self._queries(adjacency, queryable, generator)
         distance = shortest_distances(adjacency, source).gather(1, target[:, None]).squeeze(1)
 
         eye = torch.eye(n, device=device, dtype=dtype)
@@ -239,6 +371,15 @@ class GraphConnectivity(TaskFamily):
         target = _uniform_choice(target_mask, generator)
         return source, target, label
 
+    def _uniform_queries(self, adjacency, queryable, generator):
+        """(source, target, label): a uniform ordered pair of distinct queryable nodes, labelled by its reachability."""
+        source = _uniform_choice(queryable, generator)
+        rows = torch.arange(queryable.shape[0], device=queryable.device)
+        others = queryable.clone()
+        others[rows, source] = False
+        target = _uniform_choice(others, generator)
+        return source, target, reachability(adjacency)[rows, source, target]
+
     def baselines(self):
         """Exact BFS, reachability within 2^L (2 ≤ L ≤ 3 rounds of squaring) and 3^L hops, and the degree heuristic."""
         return {"BFS": BFSReachability(), "Squaring L=1": ReachabilityRounds(1, 2),
@@ -246,13 +387,21 @@ class GraphConnectivity(TaskFamily):
                 "Cubing L=2": ReachabilityRounds(2, 3), "Degree heuristic": DegreeHeuristic()}
 
     def slices(self, prompt: Prompt) -> dict:
-        """``hard``: s and t at distance ≥ 4, or disconnected although both have edges (degree > 0)."""
-        adjacency = prompt.latent["adjacency"]
-        degree = adjacency.sum(dim=2) + adjacency.sum(dim=1)  # in + out: "has edges"
-        rows = torch.arange(adjacency.shape[0], device=adjacency.device)
-        both_have_edges = (degree[rows, prompt.latent["source"]] > 0) & (degree[rows, prompt.latent["target"]] > 0)
-        hard = (prompt.latent["distance"] >= 4) | (~prompt.latent["label"] & both_have_edges)
-        return {"hard": hard}
+        """``hard``: :func:`hard_pairs` (distance ≥ 4, or disconnected with both ends of positive degree)."""
+        return {"hard": hard_pairs(prompt.latent)}
+
+
+def hard_pairs(latent: dict) -> torch.Tensor:
+    """(B,) bool: s and t at distance ≥ ``HARD_DISTANCE``, or disconnected although both have edges (degree > 0).
+
+    Degree counts in- and out-edges ("has an edge at all"), so on these pairs neither the
+    degree shortcut nor "reachable iff within 3 hops" is right for free.
+    """
+    adjacency = latent["adjacency"]
+    degree = adjacency.sum(dim=2) + adjacency.sum(dim=1)
+    rows = torch.arange(adjacency.shape[0], device=adjacency.device)
+    both_have_edges = (degree[rows, latent["source"]] > 0) & (degree[rows, latent["target"]] > 0)
+    return (latent["distance"] >= HARD_DISTANCE) | (~latent["label"] & both_have_edges)
 
 
 def _uniform_choice(mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:

@@ -3,13 +3,15 @@ from __future__ import annotations
 
 from icl_sim.models.base import InContextModel
 from icl_sim.models.deep_linear import DeepLinear
+from icl_sim.models.disentangled import DisentangledTransformer
 from icl_sim.models.gpt import GPT
 from icl_sim.models.looped import LoopedLSA, LoopedTransformer
 from icl_sim.models.lsa import LinearSelfAttention, constructed_lsa
 from icl_sim.models.softmax_attention import SoftmaxAttention
 
 MODELS = {"lsa": LinearSelfAttention, "gpt": GPT, "looped": LoopedTransformer, "looped-lsa-ln": LoopedLSA,
-          "softmax-attention": SoftmaxAttention, "deep-linear": DeepLinear}
+          "softmax-attention": SoftmaxAttention, "deep-linear": DeepLinear,
+          "disentangled": DisentangledTransformer}
 
 
 def build_model(name: str, dim: int, points: int, target_dim: int = 1, **params) -> InContextModel:
@@ -24,5 +26,5 @@ def build_model(name: str, dim: int, points: int, target_dim: int = 1, **params)
     return model_class(dim, points, config, target_dim)
 
 
-__all__ = ["DeepLinear", "GPT", "MODELS", "InContextModel", "LinearSelfAttention", "LoopedLSA", "LoopedTransformer",
-           "SoftmaxAttention", "build_model", "constructed_lsa"]
+__all__ = ["DeepLinear", "DisentangledTransformer", "GPT", "MODELS", "InContextModel", "LinearSelfAttention",
+           "LoopedLSA", "LoopedTransformer", "SoftmaxAttention", "build_model", "constructed_lsa"]
