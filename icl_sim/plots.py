@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,8 @@ from icl_sim.atomic import atomic_path
 from icl_sim.evaluation import METRICS
 
 FORMATS = (".png", ".pdf")
+#: panels to a row; more wrap onto further rows
+MAX_COLUMNS = 4
 
 
 def plot_error_curves(records: Sequence[Mapping], path, *, title: str | None = None,
@@ -135,7 +138,8 @@ class Panel:
 
 
 def draw_figure(stem, panels: Sequence[Panel], caption: str) -> list[Path]:
-    """The gallery's one figure style: ``stem``.png and ``stem``.pdf, panels side by side, the caption below.
+    """The gallery's one figure style: ``stem``.png and ``stem``.pdf, panels side by side (``MAX_COLUMNS`` to a
+    row), the caption below.
 
     Models are solid with their band, baselines dashed, each check's accepted band shaded.
     """
@@ -145,13 +149,14 @@ def draw_figure(stem, panels: Sequence[Panel], caption: str) -> list[Path]:
         with _figure(path, panels=len(panels)) as axes_list:
             for axes, panel in zip(axes_list, panels):
                 _draw_panel(axes, panel)
-            axes_list[0].figure.supxlabel("\n".join(textwrap.wrap(caption, 55 * len(panels))), fontsize=7)
+            width = 55 * min(len(panels), MAX_COLUMNS)
+            axes_list[0].figure.supxlabel("\n".join(textwrap.wrap(caption, width)), fontsize=7)
         paths.append(path)
     return paths
 
 
 def _draw_panel(axes, panel: Panel) -> None:
-    from matplotlib.ticker import NullFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     colors = _palette(len(panel.curves) + len(panel.targets))
     for color, curve in zip(colors, panel.curves):
@@ -164,11 +169,16 @@ def _draw_panel(axes, panel: Panel) -> None:
         axes.axhspan(target.low, target.high, color=color, alpha=0.12, linewidth=0)
     axes.set_xscale(panel.xscale)
     axes.set_yscale(panel.yscale)
-    for axis, scale in ((axes.xaxis, panel.xscale), (axes.yaxis, panel.yscale)):
-        if scale == "log":  # label the decades only: minor labels of a short log range overlap
-            axis.set_minor_formatter(NullFormatter())
     if panel.ylim is not None:
         axes.set_ylim(*panel.ylim)
+    for axis, scale, limits in ((axes.xaxis, panel.xscale, axes.get_xlim()),
+                                (axes.yaxis, panel.yscale, axes.get_ylim())):
+        if scale == "log":  # label the decades only (minor labels of a short log range overlap) ...
+            axis.set_minor_formatter(NullFormatter())
+            low, high = sorted(limits)
+            if math.floor(math.log10(high)) - math.ceil(math.log10(low)) < 1:  # ... or plain numbers within a decade
+                axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+                axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.3g}"))
     axes.set_xlabel(panel.xlabel)
     axes.set_ylabel(panel.ylabel)
     if panel.title:
@@ -197,10 +207,14 @@ def _figure(path: Path, panels: int) -> Iterator[list]:
     from matplotlib.figure import Figure
 
     with sns.axes_style("whitegrid"), sns.plotting_context("paper"):
-        figure = Figure(figsize=(5.5 if panels == 1 else 4.2 * panels, 3.8), layout="constrained")
+        columns = min(panels, MAX_COLUMNS)
+        rows = -(-panels // columns)
+        figure = Figure(figsize=(5.5 if panels == 1 else 4.2 * columns, 3.8 * rows), layout="constrained")
         FigureCanvasAgg(figure)
-        axes = figure.subplots(1, panels, squeeze=False)[0].tolist()
-        yield axes
+        axes = figure.subplots(rows, columns, squeeze=False).flatten().tolist()
+        for unused in axes[panels:]:
+            unused.set_axis_off()
+        yield axes[:panels]
         with atomic_path(path) as temporary:
             form = path.suffix.lower()[1:]
             # no creation date in a PDF: a regenerated gallery differs from the last one only where a figure does

@@ -235,7 +235,8 @@ class LinearSelfAttention(InContextModel):
         if self.config.causal or self.config.nonlinear:
             return super().query_predictor(xs, ys)
         labels = self._labels(ys)
-        context = _outer(_tokens(xs, labels)).sum(dim=1) / max(xs.shape[1], 1)
+        tokens = _tokens(xs, labels)
+        context = tokens.mT @ tokens / max(xs.shape[1], 1)  # Γ = (1/n) Zᵀ Z, no (B, N, D, D) outer products
 
         def predict(queries: torch.Tensor) -> list[torch.Tensor]:
             query_labels = labels.new_zeros(*queries.shape[:-1], self.target_dim)
