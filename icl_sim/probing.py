@@ -45,6 +45,8 @@ from icl_sim.probe_metrics import HIGHER_IS_CLOSER, behaviours, compare, last, l
 from icl_sim.predictor import replicated_query_predictor
 from icl_sim.prompt import Prompt
 from icl_sim.theory import GD, GDPlusPlus, Newton, PowerMethod, PreconditionedGD, Ridge, optimal_preconditioner
+from icl_sim.theory.baselines import StatisticsBaseline
+from icl_sim.theory.prefix import as_float64, context_statistics
 from icl_sim.theory.step_tuning import STEP_FAMILIES, tune_steps
 from icl_sim.validation import check_choice, check_int
 
@@ -60,7 +62,8 @@ class Algorithm:
     build: Callable[..., object]
     grid: Callable[[Prompt], Sequence[dict]]
 
-    def fitted_run(self, steps, tuning: Prompt, model_tuning: list[torch.Tensor]) -> tuple[dict, list]:
+    def fitted_run(self, steps, tuning: Prompt, model_tuning: list[torch.Tensor],
+                   cache: ContextStatistics | None = None) -> tuple[dict, list]:
         """The one hyper-parameter setting whose steps best cover the model's layers, and its steps.
 
         ``steps`` is K (steps 1..K) or an explicit increasing sequence of step counts.
@@ -68,8 +71,38 @@ class Algorithm:
         counts = range(1, steps + 1) if isinstance(steps, int) else steps
         grid = list(self.grid(tuning))
         members = [[self.build(step, **hyper) for step in counts] for hyper in grid]
-        index = _closest_run(members, tuning, model_tuning)
+        index = _closest_run(members, tuning, model_tuning, cache)
         return grid[index], members[index]
+
+
+class ContextStatistics:
+    """Context statistics Ĝ, b̂ computed once per context and shared by every candidate predictor.
+
+    A probe tries every step count of every hyper-parameter setting on the same prompts (1,080
+    predictors for ``gd``); predictors of the GD family (``StatisticsBaseline``) depend on a
+    context only through Ĝ and b̂, so ``query_predictor(predictor)`` computes those once per
+    context.  A context is recognised by its tensors' storage, shape, strides and version (the
+    cache holds the tensors, so their storage cannot be reused while it lives); other
+    predictors pass through unchanged.  One cache lives for one ``probe`` call.
+    """
+
+    def __init__(self):
+        self._entries: dict[tuple, tuple] = {}
+
+    def query_predictor(self, predictor) -> Callable:
+        if not isinstance(predictor, StatisticsBaseline):
+            return predictor.query_predictor
+
+        def from_cache(xs: torch.Tensor, ys: torch.Tensor):
+            return predictor.statistics_query_predictor(*self.statistics(xs, ys))
+
+        return from_cache
+
+    def statistics(self, xs: torch.Tensor, ys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        key = tuple((t.data_ptr(), tuple(t.shape), t.stride(), t._version, t.dtype, str(t.device)) for t in (xs, ys))
+        if key not in self._entries:
+            self._entries[key] = (xs, ys, context_statistics(*as_float64(xs, ys)))
+        return self._entries[key][2]
 
 
 def _learning_rates(prompt: Prompt) -> list[dict]:
@@ -148,15 +181,16 @@ def probe(model: InContextModel, task, algorithm: str, *, steps: int | None = No
         query_predictor = partial(replicated_query_predictor, _fitted_readouts(model, tuning))
     model_tuning = last_predictions(query_predictor, tuning)
     model_outputs = behaviours(query_predictor, probes, scalar)
+    cache = ContextStatistics()
     if step_params == "shared":
         parameters, runs = ALGORITHMS[algorithm].fitted_run(step_counts or steps or DEFAULT_STEPS, tuning,
-                                                            model_tuning)
+                                                            model_tuning, cache)
     else:
-        parameters, runs = _tuned_run(algorithm, steps or len(model_tuning), tuning, model_tuning)
+        parameters, runs = _tuned_run(algorithm, steps or len(model_tuning), tuning, model_tuning, cache)
     records = []
     labels = step_counts or range(1, len(runs) + 1)
     for step, predictor in zip(labels, runs):
-        (algorithm_output,) = behaviours(predictor.query_predictor, probes, scalar)
+        (algorithm_output,) = behaviours(cache.query_predictor(predictor), probes, scalar)
         for layer, layer_output in enumerate(model_outputs, start=1):
             for metric, value in compare(layer_output, algorithm_output, last(probes.target)).items():
                 records.append({"layer": layer, "algorithm": algorithm, "step": step, "metric": metric,
@@ -171,7 +205,8 @@ def probe_prompts(task, num_prompts: int, seed: int, device="cpu") -> tuple[Prom
                                    device=device)) for offset in (1_000_003, 0))
 
 
-def _tuned_run(algorithm: str, steps: int, tuning: Prompt, model_tuning: list[torch.Tensor]) -> tuple[dict, list]:
+def _tuned_run(algorithm: str, steps: int, tuning: Prompt, model_tuning: list[torch.Tensor],
+               cache: ContextStatistics | None = None) -> tuple[dict, list]:
     """The risk-optimal K-step parameters (and their risk), and its steps 1..K.
 
     Tuned steps whose risks the tuning prompts cannot tell apart (GD's steps in another
@@ -181,7 +216,7 @@ def _tuned_run(algorithm: str, steps: int, tuning: Prompt, model_tuning: list[to
     tuned = tune_steps(algorithm, tuning.xs, tuning.ys, steps)
     equally_good = [candidate for candidate in tuned if candidate.indistinguishable_from(tuned[0])]
     runs = [candidate.run() for candidate in equally_good]
-    chosen = _closest_run(runs, tuning, model_tuning)
+    chosen = _closest_run(runs, tuning, model_tuning, cache)
     return {**equally_good[chosen].parameters, "risk": equally_good[chosen].risk}, runs[chosen]
 
 
@@ -209,14 +244,16 @@ def _with_intercept(features: torch.Tensor) -> torch.Tensor:
     return torch.cat([features, torch.ones_like(features[..., :1])], dim=-1)
 
 
-def _closest_run(members: list[list], tuning: Prompt, model_tuning: list[torch.Tensor]) -> int:
+def _closest_run(members: list[list], tuning: Prompt, model_tuning: list[torch.Tensor],
+                 cache: ContextStatistics | None = None) -> int:
     """The index of the run (steps 1..K) whose steps best cover the model's layers."""
     if len(members) == 1:
         return 0
     layers = torch.stack(model_tuning)  # (L, B, ...)
+    cache = cache or ContextStatistics()
 
     def mismatch(run: list) -> float:
-        steps = torch.stack([last_predictions(member.query_predictor, tuning)[0] for member in run])  # (K, B, ...)
+        steps = torch.stack([last_predictions(cache.query_predictor(member), tuning)[0] for member in run])  # (K, B, ...)
         differences = (layers[:, None] - steps[None]).square().flatten(2).mean(dim=-1)  # (L, K)
         return float(differences.min(dim=1).values.sum())
 

@@ -87,6 +87,26 @@ def test_ols_is_the_same_in_batch_chunks(monkeypatch):
     torch.testing.assert_close(OLS().predict(xs, ys), whole, rtol=1e-12, atol=1e-12)
 
 
+def test_ols_nested_factorisations_match_numpy_lstsq_on_every_prefix():
+    """The fast path itself (not the SVD fallback) certifies Gaussian prompts and matches lstsq, i < d, i ≈ d, i > d."""
+    xs, ys = prompt(32, 31, 12, seed=3, noise=0.5)
+    weights, certified = OLS()._factored(xs, ys)
+    assert bool(certified.all())
+    for b in range(32):
+        for i in range(1, 31):
+            expected = lstsq(xs[b, :i].numpy(), ys[b, :i].numpy())
+            assert np.linalg.norm(weights[b, i].numpy() - expected) <= 1e-9 * np.linalg.norm(expected)
+
+
+def test_ols_sends_rank_deficient_prompts_to_the_svd_path():
+    xs, ys = prompt(3, 9, 4)
+    xs[1, 2] = xs[1, 0]  # a repeated point among the first d: that prompt is not certified
+    weights, certified = OLS()._factored(xs, ys)
+    assert certified.tolist() == [True, False, True]
+    np.testing.assert_allclose(OLS().weights(xs, ys).numpy()[1, 5], lstsq(xs[1, :5].numpy(), ys[1, :5].numpy()),
+                               rtol=1e-10)
+
+
 @pytest.mark.parametrize("lam", [0.1, 2.0])
 def test_ridge_matches_numpy_solve(lam):
     xs, ys = prompt()

@@ -136,3 +136,26 @@ def test_bad_probe_options_name_the_parameter(options, named):
 def test_algorithms_the_task_does_not_declare_are_refused(task, algorithm):
     with pytest.raises(ValueError, match=f"algorithm '{algorithm}' does not solve the {task.name} task"):
         probe(constructed_lsa(4, 13, 1, LR), task, algorithm)
+
+
+def test_probe_computes_context_statistics_once_per_prompt_set_with_unchanged_results(monkeypatch):
+    """The cache changes no number, and the 26 learning rates × 4 steps share one Ĝ, b̂ per context."""
+    import icl_sim.probing as probing
+    model = constructed_lsa(4, 13, 2, LR)
+    calls = []
+    counted = probing.context_statistics
+
+    def counting(xs, ys):
+        calls.append(xs.shape)
+        return counted(xs, ys)
+
+    monkeypatch.setattr(probing, "context_statistics", counting)
+    cached = probe(model, TASK, "gd", steps=4, num_prompts=64)
+    assert len(calls) == 2  # the tuning prompts' contexts and the probe prompts' contexts, once each
+    monkeypatch.setattr(probing.ContextStatistics, "query_predictor", lambda self, predictor: predictor.query_predictor)
+    uncached = probe(model, TASK, "gd", steps=4, num_prompts=64)
+    assert cached["best"] == uncached["best"] and cached["parameters"] == uncached["parameters"]
+    assert [(r["layer"], r["step"], r["metric"]) for r in cached["records"]] == \
+        [(r["layer"], r["step"], r["metric"]) for r in uncached["records"]]
+    np.testing.assert_allclose([r["value"] for r in cached["records"]], [r["value"] for r in uncached["records"]],
+                               rtol=1e-12, atol=1e-14)

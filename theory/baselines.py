@@ -23,6 +23,16 @@ from .prefix import (as_float64, context_mask, context_statistics, label_moments
 ORACLE_MIN_LAMBDA = 1e-12
 #: OLS splits the batch so that its (B, N, N, d) masked designs stay under this many bytes.
 CHUNK_BYTES = 2 ** 28
+#: Ridge and the GD family split the batch so that each all-prefix (B, N, d, d) tensor stays under this many bytes
+PREFIX_CHUNK_BYTES = 2 ** 24
+
+
+def batch_chunks(xs: torch.Tensor, *tensors: torch.Tensor):
+    """Split xs (B, N, d) and tensors with the same leading B into chunks whose (B, N, d, d) stays under
+    ``PREFIX_CHUNK_BYTES``: bounded memory (and no page faults on fresh GB-sized tensors)."""
+    _, n, d = xs.shape
+    chunk = max(1, PREFIX_CHUNK_BYTES // max(1, n * d * d * xs.element_size()))
+    return zip(xs.split(chunk), *(t.split(chunk) for t in tensors))
 
 
 class Baseline(abc.ABC):
@@ -83,8 +93,7 @@ class LinearBaseline(Baseline):
 
     def query_predictor(self, xs: torch.Tensor, ys: torch.Tensor) -> Callable[[torch.Tensor], list[torch.Tensor]]:
         """The context's weights w, fitted once; a query x predicts xᵀw."""
-        weights = self._context_weights(*as_float64(xs, ys))
-        return lambda queries: [(queries.to(weights) * weights[:, None]).sum(dim=-1)]
+        return _linear_query_predictor(self._context_weights(*as_float64(xs, ys)))
 
     def _context_weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """Weights (B, d) fitted to the whole context: those of a query placed after it."""
@@ -105,10 +114,21 @@ class StatisticsBaseline(LinearBaseline):
         """Weights from the least-squares statistics, for any leading batch shape."""
 
     def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        return self._from_statistics(*least_squares_statistics(xs, ys))
+        return torch.cat([self._from_statistics(*least_squares_statistics(x, y)) for x, y in batch_chunks(xs, ys)])
 
     def _context_weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         return self._from_statistics(*context_statistics(xs, ys))
+
+    def statistics_query_predictor(self, gram: torch.Tensor, moment: torch.Tensor
+                                   ) -> Callable[[torch.Tensor], list[torch.Tensor]]:
+        """``query_predictor`` of a context given by its statistics Ĝ (B, d, d), b̂ (B, d) (``context_statistics``):
+        callers that try many predictors on one context compute them once."""
+        return _linear_query_predictor(self._from_statistics(gram, moment))
+
+
+def _linear_query_predictor(weights: torch.Tensor) -> Callable[[torch.Tensor], list[torch.Tensor]]:
+    """Queries (B, Q, d) -> [xᵀw per query (B, Q)] for weights w (B, d)."""
+    return lambda queries: [(queries.to(weights) * weights[:, None]).sum(dim=-1)]
 
 
 class Zero(Baseline):
@@ -259,12 +279,18 @@ class Ridge(LinearBaseline):
         return cls(noise ** 2 / prior_scale ** 2)
 
     def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        eye = torch.eye(xs.shape[-1], dtype=xs.dtype, device=xs.device)
         lam = self.lam
         if isinstance(lam, torch.Tensor):
             if lam.shape[0] != xs.shape[0]:
                 raise ValueError(f"a per-prompt lam holds {lam.shape[0]} values, the batch {xs.shape[0]} prompts")
             lam = lam.to(device=xs.device, dtype=xs.dtype)[:, None, None, None]
+        else:
+            lam = xs.new_full((xs.shape[0], 1, 1, 1), float(lam))
+        return torch.cat([self._solve(x, y, l) for x, y, l in batch_chunks(xs, ys, lam)])
+
+    @staticmethod
+    def _solve(xs: torch.Tensor, ys: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
+        eye = torch.eye(xs.shape[-1], dtype=xs.dtype, device=xs.device)
         factor = torch.linalg.cholesky(prefix_sum(outer_products(xs)) + lam * eye)
         moment = prefix_sum(label_moments(xs, ys))[..., None]
         return torch.cholesky_solve(moment, factor).squeeze(-1)
@@ -273,25 +299,114 @@ class Ridge(LinearBaseline):
 class OLS(LinearBaseline):
     """w_i = pinv(X_{<i}) y_{<i}: minimum-norm least squares, optimal for noiseless linear data.
 
-    Method: an SVD of each masked design X_i (rows j >= i zeroed), keeping singular
-    values above eps·max(i, d)·s_max, the cut-off of ``numpy.linalg.lstsq(rcond=None)``.
-    The SVD's error grows with cond(X); an eigendecomposition of G_i = XᵀX squares
-    cond and loses digits where i ≈ d and X is worst conditioned.  Measured against
-    numpy's lstsq per prefix (one CPU thread, 64 Gaussian prompts): SVD max relative
-    error 5e-12 (N=41, d=20) and 2e-11 (N=101, d=50); eigh 4e-10 and 7e-8.  Time
-    170 ms vs 69 ms and 3.0 s vs 1.3 s: SVD is 2-2.5x slower, the price of accuracy.
-    (LAPACK's gelsd is as accurate but CPU-only in torch and has no per-prefix cut-off.)
+    Semantics: those of ``numpy.linalg.lstsq(rcond=None)`` on every prefix, i.e. an SVD of X_{<i}
+    keeping singular values above eps·max(i, d)·s_max (``_min_norm``, the reference path).
+
+    Method (all prefixes of a prompt from one small factorisation, no per-prefix SVD):
+
+    * i ≤ d (min-norm): one Householder QR of X_{<d}ᵀ gives X_{<d} = L Qᵀ with L lower
+      triangular, and the leading block L_i = L[:i, :i] factors every shorter prefix,
+      X_{<i} = L_i Q[:, :i]ᵀ.  Forward substitution is prefix-consistent, so z = L⁻¹ y_{<d}
+      once gives w_i = Σ_{c<i} z_c q_c for every i ≤ d: a cumulative sum.  Backward stable
+      (error ~ cond(X_{<i})·eps, as an SVD), O(d³) per prompt instead of O(N d³).
+    * i > d: G_i = X_dᵀ (I + Z_mᵀ Z_m) X_d with Z = X_{d:} X_d⁻¹ and m = i − d, and by Woodbury
+      (I + Z_mᵀZ_m)⁻¹ = I − Z_mᵀ K_m⁻¹ Z_m, where K_m = I + Z_m Z_mᵀ is the leading m × m block of
+      one (N−d) × (N−d) matrix K: one Cholesky of K factors every prefix, and zero-padded
+      right-hand sides turn all prefixes' triangular solves into one solve with N−d columns.
+      Started from the square solution w_d, then one step of iterative refinement with the
+      residual y_{<i} − X_{<i} w_i computed from the data (semi-normal equations with a
+      correction step, Björck 1987); prompts whose last correction is still above
+      ``OLS.REFINE_TOL`` (relative) get up to ``OLS.MAX_REFINEMENTS`` steps in all.
+    * Certificates, per prompt, else that prompt takes the SVD path: every factor finite;
+      κ_i = ‖X_{<i}‖_F ‖L_i⁻¹‖_F ≥ cond(X_{<i}) below ``OLS.CUTOFF_MARGIN``/(eps·max(i, d)) for
+      every prefix (s_min(X_{<i}) ≥ s_min(X_{<d}) for i > d), so lstsq's cut-off drops no
+      singular value; and the refinement converged.  Rank-deficient prompts (points in a
+      subspace, repeated or zero points among the first d) therefore get exactly the SVD answer.
+
+    Why this route (``benchmarks/bench_prefix_solvers.py``, ``benchmarks/RESULTS.md``; B = 1280,
+    N = 41, d = 20, float64): against a loop of batched ``torch.linalg.lstsq`` (gelsd) calls, one
+    per prefix, the previous SVD of every masked N × d design was ~10× slower; per-prefix
+    Cholesky of the cumulative Gram matrices (B·N factorisations plus a (B, N, d, d) cumulative
+    sum, 170 MB) spent ~0.25 s in batched ``cholesky`` and ~0.6 s in page faults of the cumsum
+    on this machine; recursive least squares is a Python loop over positions with
+    (B, d, d) updates and no error control.  This route holds (B, d, d)-sized tensors only,
+    and its max relative deviation from per-prefix lstsq is ~3e-12 (weights, normwise) on
+    Gaussian prompts, worst at i = d; without the refinement step it is ~1e-4 for the
+    worst-conditioned prompts, hence the step.
     """
 
+    #: κ_i·eps·max(i, d) must stay below 1/CUTOFF_MARGIN for the fast path (else SVD)
+    CUTOFF_MARGIN = 1e3
+    #: a prompt's refinement has converged when its largest correction is below this, relative to w
+    REFINE_TOL = 1e-11
+    #: refinement steps at most (the first for every prompt, the rest for unconverged prompts)
+    MAX_REFINEMENTS = 3
+
     def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        weights, certified = self._factored(xs, ys)
+        if not bool(certified.all()):
+            rest = (~certified).nonzero().squeeze(-1)
+            weights[rest] = self._svd_weights(xs[rest], ys[rest])
+        return weights
+
+    def _svd_weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         _, n, d = xs.shape
         chunk = max(1, CHUNK_BYTES // max(1, n * n * d * xs.element_size()))
         return torch.cat([self._min_norm(*masked_designs(x, y))
                           for x, y in zip(xs.split(chunk), ys.split(chunk))])
 
+    def _factored(self, xs: torch.Tensor, ys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Weights (B, N, d) by the nested factorisations, and whether each prompt is certified (B,)."""
+        batch, n, d = xs.shape
+        k = min(n, d)
+        eps = torch.finfo(xs.dtype).eps
+        weights = xs.new_zeros(batch, n, d)
+        q, r = torch.linalg.qr(xs[:, :k].mT)  # X_{<k} = L Qᵀ with L = Rᵀ
+        lower = r.mT
+        eye = torch.eye(k, dtype=xs.dtype, device=xs.device)
+        inverse = torch.linalg.solve_triangular(lower, eye.expand(batch, k, k), upper=False)
+        z = (inverse @ ys[:, :k, None]).squeeze(-1)
+        weights[:, 1:k + 1] = (z[:, None, :] * q).cumsum(dim=-1).mT[:, :n - 1]
+        # κ_i ≥ cond(X_{<i}): ‖L_i⁻¹‖_F is a leading block's norm, ‖X_{<i}‖_F a prefix norm
+        inverse_norms = inverse.square().sum(-1).cumsum(-1).sqrt()
+        data_norms = xs[:, :n - 1].square().sum(-1).cumsum(-1).sqrt()
+        sizes = torch.arange(1, n, dtype=xs.dtype, device=xs.device).clamp(min=d)
+        kappa = torch.cat([inverse_norms[:, :n - 1], inverse_norms[:, -1:].expand(-1, max(0, n - 1 - k))], dim=1)
+        kappa = kappa * data_norms
+        certified = (kappa * eps * sizes * self.CUTOFF_MARGIN < 1).all(dim=1) & torch.isfinite(z).all(dim=1)
+        extra = n - 1 - d
+        if extra > 0:
+            later, targets = xs[:, d:n - 1] @ q, ys[:, d:n - 1]  # in Q's basis X_{<d} becomes L
+            z_later = later @ inverse  # Z = X_{d:} X_d⁻¹ in that basis
+            factor, info = torch.linalg.cholesky_ex(
+                torch.eye(extra, dtype=xs.dtype, device=xs.device) + z_later @ z_later.mT)
+            # column m − 1 is prefix i = d + m: it keeps the first m later rows
+            keep = torch.ones(extra, extra, dtype=xs.dtype, device=xs.device).triu()
+            system = (lower, inverse, z_later, factor, keep)
+            w = z[..., None] + _woodbury_solve(system, later.mT @ ((targets[..., None] - later @ z[..., None]) * keep))
+            active = torch.arange(batch, device=xs.device)
+            for _ in range(self.MAX_REFINEMENTS):
+                part = tuple(t[active] for t in system[:4]) + (keep,)
+                current = w[active]
+                residual_first = ys[active, :d, None] - part[0] @ current
+                residual_later = (targets[active, :, None] - later[active] @ current) * keep
+                gradient = part[0].mT @ residual_first + later[active].mT @ residual_later
+                correction = _woodbury_solve(part, gradient)
+                w[active] = current + correction
+                size = (correction.norm(dim=1) / w[active].norm(dim=1).clamp(min=torch.finfo(xs.dtype).tiny))
+                unconverged = ~(size.amax(dim=1) <= self.REFINE_TOL)
+                active = active[unconverged]
+                if active.numel() == 0:
+                    break
+            converged = torch.ones(batch, dtype=torch.bool, device=xs.device)
+            converged[active] = False
+            certified &= converged & (info == 0) & torch.isfinite(w).all(dim=(1, 2))
+            weights[:, d + 1:] = (q @ w).mT
+        return weights, certified
+
     @staticmethod
     def _min_norm(designs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """pinv(X_i) y_i for designs (B, N, N, d) and targets (B, N, N), as (B, N, d)."""
+        """pinv(X_i) y_i for designs (B, N, N, d) and targets (B, N, N), as (B, N, d): the SVD reference path."""
         u, s, vh = torch.linalg.svd(designs, full_matrices=False)
         rows, d = designs.shape[-2:]
         size = torch.arange(rows, dtype=s.dtype, device=s.device).clamp(min=d)  # max(i, d)
@@ -299,6 +414,19 @@ class OLS(LinearBaseline):
         projections = (u.mT @ targets[..., None]).squeeze(-1)
         coefficients = torch.where(kept, projections / torch.where(kept, s, 1), 0)
         return (vh.mT @ coefficients[..., None]).squeeze(-1)
+
+
+def _woodbury_solve(system, gradient: torch.Tensor) -> torch.Tensor:
+    """G_{d+m}⁻¹ g_m for every column m − 1 of ``gradient`` (B, d, N−d−1), in Q's basis (see ``OLS``).
+
+    G_{d+m} = Lᵀ (I + Z_mᵀ Z_m) L, so G⁻¹ g = L⁻¹ (h − Z_mᵀ K_m⁻¹ Z_m h) with h = L⁻ᵀ g; K_m⁻¹ by the
+    leading block of K's Cholesky factor C, on right-hand sides zero-padded past row m.
+    """
+    lower, inverse, z_later, factor, keep = system
+    h = torch.linalg.solve_triangular(lower.mT, gradient, upper=True)
+    t = torch.linalg.solve_triangular(factor, (z_later @ h) * keep, upper=False) * keep
+    u = torch.linalg.solve_triangular(factor.mT, t, upper=True)
+    return inverse @ (h - z_later.mT @ u)
 
 
 class KNN(Baseline):
