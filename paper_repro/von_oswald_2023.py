@@ -341,6 +341,6 @@ REPRODUCTION = Reproduction(
     measure=measure,
     checks=checks,
     figure=figure,
-    quick_minutes=4.0,
+    quick_minutes=4.7,
     monitor=monitor,
 )
