@@ -37,6 +37,7 @@ from icl_sim.theory import GD, GDPlusPlus, gd_plus_plus_lsa_weights
 from icl_sim.theory.step_tuning import tune_steps
 from icl_sim.weight_comparison import compare_to_construction
 
+from . import von_oswald_2023
 from .spec import Reproduction
 from .von_oswald_2023 import ADAM_BETAS, ADAM_EPS, PAPER, TASK, best_gd_step_size, monitor
 
@@ -49,18 +50,10 @@ SOFTMAX = "von Oswald et al. 2023, Sec. 3: softmax attention ablation"
 
 
 @dataclass(frozen=True)
-class Settings:
-    """Training and measurement sizes of one scale."""
+class Settings(von_oswald_2023.Settings):
+    """Fig. 2's sizes of one scale, and the prompts GD++'s and GD's shared steps are tuned on."""
 
-    steps: int
-    batch_size: int
-    lr: float
-    lr_schedule: str
-    log_every: int
-    test_prompts: int
-    probe_prompts: int  # the softmax runs' loss over training (``von_oswald_2023.monitor``)
-    tuning_prompts: int  # prompts GD++'s and GD's shared steps are tuned on
-    init_scale: float = 0.002
+    tuning_prompts: int = 20_000
 
 
 SCALES = {
