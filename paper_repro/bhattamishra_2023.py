@@ -321,5 +321,5 @@ REPRODUCTION = Reproduction(
     measure=measure,
     checks=checks,
     figure=figure,
-    quick_minutes=5.8,  # wall time at load ≈ 4.5 on the shared 2-core machine, one thread; 3.0 min of CPU time
+    quick_minutes=3.0,  # CPU time on one thread (idle wall time); 5.8 min wall at load ≈ 4.5 on the shared 2 cores
 )
