@@ -37,9 +37,9 @@ from icl_sim.theory import GD, GDPlusPlus, gd_plus_plus_lsa_weights
 from icl_sim.theory.step_tuning import tune_steps
 from icl_sim.weight_comparison import compare_to_construction
 
-from . import von_oswald_2023
 from .spec import Reproduction
 from .von_oswald_2023 import ADAM_BETAS, ADAM_EPS, PAPER, TASK, best_gd_step_size, monitor
+from .von_oswald_2023 import Settings as Figure2Settings
 
 #: context sizes N of the recurrent two-layer (GD++) runs, Fig. 13
 GD_PLUS_PLUS_POINTS = (10, 25, 50, 100)
@@ -50,7 +50,7 @@ SOFTMAX = "von Oswald et al. 2023, Sec. 3: softmax attention ablation"
 
 
 @dataclass(frozen=True)
-class Settings(von_oswald_2023.Settings):
+class Settings(Figure2Settings):
     """Fig. 2's sizes of one scale, and the prompts GD++'s and GD's shared steps are tuned on."""
 
     tuning_prompts: int = 20_000
