@@ -28,19 +28,35 @@ models/standard.yaml; src/eval.py): d = 20, 41 points, GPT-2 of 12 layers, width
 Adam at 1e-4, batch 64, 500 001 steps, curriculum dims 5:1:2000 and points 11:2:2000, 1280 test
 prompts.  ``quick`` keeps the phenomenon and shrinks sizes to fit 5 CPU minutes: d = 5 with
 11 points (k up to 2d, as in the paper), Garg et al.'s smallest model (3 layers, width 64,
-2 heads), 6000 steps of batch 64 at lr 1e-3 (300 warm-up steps, cosine decay), the curriculum
-scaled to the run (dims 2:1:150, points 5:2:150, done after 450 steps, 7.5 % of training; the
+2 heads), 5000 steps of batch 64 at lr 5e-4 (300 warm-up steps, cosine decay), the curriculum
+scaled to the run (dims 2:1:150, points 5:2:150, done after 450 steps, 9 % of training; the
 paper's is done after 30 000 of 500 000 steps, 6 %).  ``smoke`` trains 10 steps to test the pipeline.
 
-Measured at quick scale (4.6 CPU minutes on one thread): the baselines meet their closed forms,
-but the trained model does NOT yet follow least squares: its mean error / d over k = 5…10 is
-0.21 above least squares' (required ≤ 0.1), it is just below a quarter of averaging's (0.248),
-and under noisy outputs its error falls monotonically with k (no peak at k = d: ratio 0.82 to
-k = 3): a learner between averaging and least squares, caught mid-way down from the plateau.
-Other budgets tried on this machine: 4000 steps at lr 1e-3 (error / d at k = 10: 0.19), 6000
-steps at lr 2e-3 (no in-context learning, 0.8).  The README's tiny GPT reaches least squares with
-12 000 steps of batch 128 at lr 3e-4 (about 16 CPU minutes at the 79 ms per step measured here):
-the claim needs about three times this scale's budget, and the two failing checks say so.
+The noisy evaluation is the authors' (src/eval.py ``build_evals``: ``noisyLR`` is built only for
+a model trained on ``linear_regression``, i.e. noiseless prompts, and evaluates it on
+``noisy_linear_regression`` with ``noise_std=1, renormalize_ys=True``); the model is not trained
+on noise.
+
+Measured at quick scale (one seed, 240 CPU seconds on one thread: 231 s user + 9 s sys, on a
+machine loaded ~5 on 2 cores, 612 s wall): the baselines meet their closed forms, but the trained
+model does NOT yet follow least squares: its mean error / d over k = 5…10 is 0.118 above least
+squares' (required ≤ 0.1), it is 0.136 of averaging's (required ≤ 0.25), and under noisy outputs
+its error falls monotonically with k (no peak at k = d: ratio 0.83 to k = 3, required ≥ 1).  The
+model matches least squares for k ≤ 2 and then levels off (error / d 0.21 at k = 5, 0.07 at
+k = 10): a learner between averaging and least squares, still descending towards least squares;
+under noise it behaves like a shrunk (ridge-like) estimator, and the peak needs the exact
+interpolation of least squares at k = d, which this model does not yet do.
+Budgets tried on this machine (CPU seconds of training, one thread; gap = the first check):
+6000 steps at lr 1e-3, batch 64 (the previous setting): gap 0.215, ratio 0.82; 5000 at lr 5e-4,
+batch 64: gap 0.121, ratio 0.82 (218 s; adopted); 3000 at lr 1e-3, batch 128 (per sample no
+better: loss 2.29 at step 1800 against 1.81 for batch 64 after as many prompts); lr 1e-3 constant
+with a slower curriculum (2:1:400): still on the plateau (loss 4.9, trivial 5) after 2000 steps;
+8000 steps at batch 32, lr 3.5e-4: loss 3.1 after 3600 steps (stopped); width 32 (3 layers,
+2 heads) at lr 1e-3: loss 4.2 after 3900 steps (stopped); 6000 steps at lr 2e-3: no in-context
+learning.  Batch 256 costs 3.1× batch 64 per step (157 against 50 ms), so the step is
+compute-bound, not launch-bound.  The README's tiny GPT reaches least squares with 12 000 steps
+of batch 128 at lr 3e-4 (about 16 CPU minutes): the claim needs about three times this scale's
+budget, and the two failing checks say so.
 """
 from __future__ import annotations
 
@@ -108,7 +124,7 @@ SCALES = {
     "smoke": Settings(dim=5, points=11, model={"n_embd": 32, "n_layer": 1, "n_head": 2}, steps=10, batch_size=16,
                       lr=1e-3, warmup_steps=0, lr_schedule="constant", curriculum_dims=Curriculum(2, 1, 2),
                       curriculum_points=Curriculum(5, 2, 2), test_prompts=128, log_every=5),
-    "quick": Settings(dim=5, points=11, model={"size": "tiny"}, steps=6000, batch_size=64, lr=1e-3, warmup_steps=300,
+    "quick": Settings(dim=5, points=11, model={"size": "tiny"}, steps=5000, batch_size=64, lr=5e-4, warmup_steps=300,
                       lr_schedule="cosine", curriculum_dims=Curriculum(2, 1, 150),
                       curriculum_points=Curriculum(5, 2, 150), test_prompts=4096, log_every=100),
     "full": Settings(dim=20, points=41, model={"size": "standard"}, steps=500_001, batch_size=64, lr=1e-4,
@@ -229,5 +245,5 @@ REPRODUCTION = Reproduction(
     measure=measure,
     checks=checks,
     figure=figure,
-    quick_minutes=4.1,
+    quick_minutes=4.0,
 )
