@@ -26,7 +26,7 @@ from icl_sim.reports import (PRECONDITIONERS, compare_weights_run, evaluate_run,
                              probe_latent_run, probe_run, residual_cosines, train_config)
 from icl_sim.run_io import load_config
 from icl_sim.tasks import TASKS
-from icl_sim.training import TrainingDiverged, train
+from icl_sim.training import THREADS_ENVIRONMENT, TrainingDiverged, train, use_threads
 
 
 class OneLineErrors(click.Group):
@@ -120,8 +120,12 @@ def mapping_fields(cls) -> tuple[str, ...]:
 
 @click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="icl-sim")
-def cli():
+@click.option("--threads", type=click.IntRange(min=1), envvar=THREADS_ENVIRONMENT, show_envvar=True,
+              help="CPU threads of this command's tensor kernels (default: one per core)")
+def cli(threads):
     """icl-sim: train in-context learners and compare them with the algorithms theory predicts."""
+    if threads is not None:
+        use_threads(threads)
 
 
 @cli.command("tasks")

@@ -23,10 +23,25 @@ from icl_sim.run_io import (CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, build_ru
                             read_metrics, save_checkpoint, save_config)
 from icl_sim.seeding import derive_seed, make_generator
 from icl_sim.tasks import Task, make_task
+from icl_sim.validation import check_int
 
 
 class TrainingDiverged(RuntimeError):
     """The training loss became NaN or infinite."""
+
+
+#: the environment variable behind ``icl-sim --threads``
+THREADS_ENVIRONMENT = "ICL_SIM_THREADS"
+
+
+def use_threads(count: int) -> None:
+    """Run torch's CPU kernels on ``count`` intra-op threads.
+
+    torch starts one per core; the small models and baselines of this field are often faster on one
+    thread, many times so on a machine whose cores are shared (benchmarks/RESULTS.md).
+    """
+    check_int("threads", count, 1)
+    torch.set_num_threads(count)
 
 
 def resolve_device(name: str) -> torch.device:

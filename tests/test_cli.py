@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from click.testing import CliRunner
 
 import icl_sim.cli as cli_module
@@ -136,3 +137,15 @@ def test_cli_holds_no_sampling_fitting_or_plotting():
     for name in ("torch", "make_generator", "plot_", "probe(", "probe_latent(", "compare_to_construction",
                  "make_task", "load_run"):
         assert name not in source, name
+
+
+@pytest.mark.parametrize("arguments, environment", [(["--threads", "1"], {}), ([], {"ICL_SIM_THREADS": "1"})])
+def test_threads_from_the_option_or_the_environment(arguments, environment):
+    torch.set_num_threads(2)
+    result = CliRunner().invoke(cli, [*arguments, "tasks"], env=environment)
+    assert result.exit_code == 0 and torch.get_num_threads() == 1
+
+
+def test_zero_threads_is_one_line_naming_the_option():
+    result = CliRunner().invoke(cli, ["--threads", "0", "tasks"])
+    assert result.exit_code == 2 and "--threads" in result.output.strip().splitlines()[-1]
