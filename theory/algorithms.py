@@ -189,13 +189,19 @@ class Newton(StatisticsBaseline):
         self.steps, self.scale = steps, scale
 
     def _from_statistics(self, gram: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
-        norm = torch.linalg.matrix_norm(gram @ gram.mT)  # Frobenius
-        alpha = torch.where(norm > 0, self.scale / torch.where(norm > 0, norm, 1.0), 0.0)
-        m = alpha[..., None, None] * gram
-        for _ in range(self.steps):
-            m = 2 * m - m @ gram @ m
-            m = (m + m.mT) / 2  # exact arithmetic keeps M symmetric; keep rounding from breaking it
-        return _matvec(m, moment)
+        return in_eigenbasis(newton_spectral, gram, moment, self.steps, self.scale)
+
+
+def newton_spectral(eigenvalues: torch.Tensor, moment: torch.Tensor, steps: int, scale: float) -> torch.Tensor:
+    """``Newton`` in S's eigenbasis: every M_k is a polynomial in S, so each eigenvalue m of M_k follows
+    m ← 2m − λm² from m_0 = αλ, with α = scale/‖S Sᵀ‖_F = scale/√(Σλ⁴); O(d) per step after one eigh,
+    where the matrix iteration costs two d × d products per step (benchmarks/bench_prefix_solvers.py)."""
+    norm = eigenvalues.square().square().sum(dim=-1).sqrt()
+    alpha = torch.where(norm > 0, scale / torch.where(norm > 0, norm, 1.0), 0.0)
+    m = alpha[..., None] * eigenvalues
+    for _ in range(steps):
+        m = 2 * m - eigenvalues * m * m
+    return m * moment
 
 
 class RecursiveLeastSquares(LinearBaseline):
