@@ -84,6 +84,8 @@ def test_config_fields_have_help():
     ({"n_embd": 64, "n_head": 3}, "n_head"),
     ({"dropout": -0.1}, "dropout"),
     ({"dropout": 1.5}, "dropout"),
+    ({"init_std": 0.0}, "init_std"),
+    ({"init_std": -0.1}, "init_std"),
 ])
 def test_bad_config_raises(kwargs, name):
     with pytest.raises(ValueError, match=name):
@@ -107,6 +109,20 @@ def test_init_is_gpt2_scaled():
     residual_std = model.blocks[0].mlp.proj.weight.std().item()
     assert residual_std == pytest.approx(0.02 / (2 * n_layer) ** 0.5, rel=0.05)
     assert model.blocks[0].mlp.fc.weight.std().item() == pytest.approx(0.02, rel=0.05)
+
+
+def test_init_std_scales_the_gpt2_init():
+    """``init_std`` replaces GPT-2's 0.02 everywhere, residual projections still shrunk by 1/sqrt(2 n_layer);
+    the default is GPT-2's, so an unchanged config builds the very same weights."""
+    assert GPT.Config().init_std == 0.02
+    default, explicit = tiny(), tiny(init_std=0.02)
+    assert all(torch.equal(a, b) for a, b in zip(default.state_dict().values(), explicit.state_dict().values()))
+    model = tiny(n_embd=128, init_std=0.1)
+    n_layer = len(model.blocks)
+    assert model.blocks[0].mlp.fc.weight.std().item() == pytest.approx(0.1, rel=0.05)
+    assert model.blocks[0].attn.qkv.weight.std().item() == pytest.approx(0.1, rel=0.05)
+    assert model.blocks[0].mlp.proj.weight.std().item() == pytest.approx(0.1 / (2 * n_layer) ** 0.5, rel=0.05)
+    assert torch.count_nonzero(model.blocks[0].mlp.fc.bias) == 0
 
 
 def test_dropout_only_in_training():

@@ -35,12 +35,16 @@ class GPTConfig:
     n_layer: int = dataclasses.field(default=0, metadata={"help": "number of transformer blocks; 0 takes it from size"})
     n_head: int = dataclasses.field(default=0, metadata={"help": "attention heads per block; 0 takes it from size"})
     dropout: float = dataclasses.field(default=0.0, metadata={"help": "dropout probability, active in training only"})
+    init_std: float = dataclasses.field(
+        default=0.02, metadata={"help": "std of the normal initial weights (GPT-2: 0.02; residual projections "
+                                        "get std/sqrt(2 n_layer))"})
 
     def __post_init__(self):
         check_choice("size", self.size, SIZES)
         for name in ("n_embd", "n_layer", "n_head"):
             check_int(name, getattr(self, name), 0)
         check_float("dropout", self.dropout, 0.0, maximum=1.0)
+        check_float("init_std", self.init_std, 0.0, strict=True)
         n_embd, _, n_head = self.dims
         if n_embd % n_head:
             raise ValueError(f"n_embd ({n_embd}) must be divisible by n_head ({n_head})")
@@ -197,15 +201,15 @@ class XTokenReadOut(nn.Module):
         return out.squeeze(-1) if out.shape[-1] == 1 else out
 
 
-def gpt2_init(model: nn.Module, residual_projections, n_layer: int) -> None:
-    """GPT-2 init: N(0, 0.02) weights, zero biases, residual projections shrunk by 1/sqrt(2 n_layer)."""
+def gpt2_init(model: nn.Module, residual_projections, n_layer: int, std: float = 0.02) -> None:
+    """GPT-2 init (std 0.02 in GPT-2): N(0, std) weights, zero biases, residual projections std/sqrt(2 n_layer)."""
     for module in model.modules():
         if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, std=0.02)
+            nn.init.normal_(module.weight, std=std)
         if isinstance(module, nn.Linear):
             nn.init.zeros_(module.bias)
     for projection in residual_projections:
-        nn.init.normal_(projection.weight, std=0.02 / math.sqrt(2 * n_layer))
+        nn.init.normal_(projection.weight, std=std / math.sqrt(2 * n_layer))
 
 
 class GPT(InContextModel):
@@ -221,7 +225,8 @@ class GPT(InContextModel):
         self.embedding = InterleavedEmbedding(dim, points, target_dim, n_embd, config.dropout)
         self.blocks = nn.ModuleList(Block(n_embd, n_head, config.dropout) for _ in range(n_layer))
         self.head = XTokenReadOut(n_embd, target_dim)
-        gpt2_init(self, [p for block in self.blocks for p in (block.attn.proj, block.mlp.proj)], n_layer)
+        gpt2_init(self, [p for block in self.blocks for p in (block.attn.proj, block.mlp.proj)], n_layer,
+                  config.init_std)
 
     def hidden_states(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
         """Residual stream (B, 2N, n_embd) after the embedding and after each block (n_layer + 1 entries)."""
