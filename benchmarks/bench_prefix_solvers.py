@@ -122,11 +122,11 @@ def lsa_token_reference(model, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tens
     return preds
 
 
-def relative_deviation(ours: torch.Tensor, reference: torch.Tensor) -> float:
-    """max over prompts and prefixes i ≥ 1 of ‖ours − reference‖/‖reference‖ (last axis)."""
+def relative_deviation(ours: torch.Tensor, reference: torch.Tensor, first: int = 1) -> float:
+    """max over prompts and prefixes i ≥ ``first`` of ‖ours − reference‖/‖reference‖ (last axis)."""
     if ours.ndim == 2:
         return float(((ours - reference).abs() / reference.abs().amax()).amax())
-    ours, reference = ours[:, 1:], reference[:, 1:]
+    ours, reference = ours[:, first:], reference[:, first:]
     return float(((ours - reference).norm(dim=-1) / reference.norm(dim=-1).clamp(min=1e-300)).amax())
 
 
@@ -140,8 +140,10 @@ def cases(batch: int, points: int, dim: int):
            lambda: per_prefix(lstsq_prefix, xs, ys))
     yield ("Ridge(0.1) vs Cholesky per prefix", lambda: Ridge(0.1).weights(xs, ys),
            lambda: per_prefix(ridge_prefix(0.1), xs, ys))
-    yield ("Newton(20) vs Newton per prefix", lambda: Newton(20).weights(xs, ys),
-           lambda: per_prefix(newton_prefix(20), xs, ys))
+    # from i = 2: at i = 1 Fu et al.'s α = 2/‖S Sᵀ‖_F maps the one point's eigenvalue to 0, so both sides
+    # return rounding noise (~1e-10) around a zero answer and their normwise ratio means nothing
+    yield ("Newton(20) vs Newton per prefix (i ≥ 2)", lambda: Newton(20).weights(xs, ys),
+           lambda: per_prefix(newton_prefix(20), xs, ys), 2)
     yield ("GD(100, 0.05) vs GD per prefix", lambda: GD(100, 0.05).weights(xs, ys),
            lambda: per_prefix(gd_prefix(100, 0.05), xs, ys))
     small_xs, small_ys = xs[:16], ys[:16]
@@ -167,8 +169,8 @@ def main() -> None:
     header = f"{'computation':<46} {'threads':>7} {'ours s':>8} {'ref s':>8} {'ratio':>7} {'rel dev':>8} {'peak MB':>15}"
     print(header)
     with torch.no_grad():
-        for case, (name, ours, reference) in enumerate(cases(args.batch, args.points, args.dim)):
-            deviation = relative_deviation(ours(), reference())
+        for case, (name, ours, reference, *first) in enumerate(cases(args.batch, args.points, args.dim)):
+            deviation = relative_deviation(ours(), reference(), *first)
             memory = f"{peak_memory_mb(case, 0, args):.0f} / {peak_memory_mb(case, 1, args):.0f}"
             for threads in (1, default_threads):
                 torch.set_num_threads(threads)
