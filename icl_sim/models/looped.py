@@ -149,7 +149,7 @@ class LoopedModel(InContextModel, abc.ABC):
 
 @dataclasses.dataclass(frozen=True)
 class LoopedConfig:
-    """A looped transformer (Yang et al. 2024); their linear-regression script (exec/script_loop.sh) trains b = 30, T = 15."""
+    """A looped transformer (Yang et al. 2024); their linear-regression script trains b = 30, T = 15."""
 
     block: str = _field("softmax", f"the looped block: {', '.join(BLOCKS)} (linear: causal attention without "
                                    "softmax, scores averaged over the attended tokens)")
