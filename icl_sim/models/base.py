@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from icl_sim.predictor import replicated_query_predictor
+from icl_sim.validation import check_int
 
 
 class InContextModel(nn.Module, abc.ABC):
@@ -24,6 +25,13 @@ class InContextModel(nn.Module, abc.ABC):
 
     def forward(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         return self.layer_predictions(xs, ys)[-1]
+
+    def keep_sizes(self, dim: int, points: int, config, target_dim: int) -> None:
+        """Check and keep what every model is built from: d, N, its config and k labels per point."""
+        check_int("dim", dim, 1)
+        check_int("points", points, 1)
+        check_int("target_dim", target_dim, 1)
+        self.dim, self.points, self.config, self.target_dim = dim, points, config, target_dim
 
     def query_predictor(self, xs: torch.Tensor, ys: torch.Tensor) -> Callable[[torch.Tensor], list[torch.Tensor]]:
         """The model with its context (xs, ys) fixed: queries (B, Q, d) -> predictions (B, Q[, k]) per layer.

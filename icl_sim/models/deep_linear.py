@@ -52,13 +52,10 @@ class DeepLinear(InContextModel):
 
     def __init__(self, dim: int, points: int, config: DeepLinearConfig = DeepLinearConfig(), target_dim: int = 1):
         super().__init__()
-        check_int("dim", dim, 1)
-        check_int("points", points, 1)
-        check_int("target_dim", target_dim, 1)
+        self.keep_sizes(dim, points, config, target_dim)
         width = config.width or dim
         if width < dim:
             raise ValueError(f"width must be 0 or at least dim={dim}, got {config.width}")
-        self.dim, self.points, self.config, self.target_dim = dim, points, config, target_dim
         frame, _ = torch.linalg.qr(torch.randn(width, dim))  # orthonormal columns
         sigma = config.init_scale
         self.input_layer = nn.Parameter(sigma * frame)  # W1 (h, d)

@@ -220,7 +220,7 @@ class GPT(InContextModel):
 
     def __init__(self, dim: int, points: int, config: GPTConfig = GPTConfig(), target_dim: int = 1):
         super().__init__()
-        self.dim, self.points, self.config, self.target_dim = dim, points, config, target_dim
+        self.keep_sizes(dim, points, config, target_dim)
         n_embd, n_layer, n_head = config.dims
         self.embedding = InterleavedEmbedding(dim, points, target_dim, n_embd, config.dropout)
         self.blocks = nn.ModuleList(Block(n_embd, n_head, config.dropout) for _ in range(n_layer))

@@ -201,7 +201,7 @@ class LoopedTransformer(LoopedModel):
 
     def __init__(self, dim: int, points: int, config: LoopedConfig = LoopedConfig(), target_dim: int = 1):
         super().__init__()
-        self.dim, self.points, self.config, self.target_dim = dim, points, config, target_dim
+        self.keep_sizes(dim, points, config, target_dim)
         self.embedding = InterleavedEmbedding(dim, points, target_dim, config.n_embd, config.dropout)
         block = Block if config.block == "softmax" else LinearBlock
         self.block = block(config.n_embd, config.n_head, config.dropout)
@@ -255,10 +255,7 @@ class LoopedLSA(LoopedModel):
 
     def __init__(self, dim: int, points: int, config: LoopedLSAConfig = LoopedLSAConfig(), target_dim: int = 1):
         super().__init__()
-        check_int("dim", dim, 1)
-        check_int("points", points, 1)
-        check_int("target_dim", target_dim, 1)
-        self.dim, self.points, self.config, self.target_dim = dim, points, config, target_dim
+        self.keep_sizes(dim, points, config, target_dim)
         shape = (config.heads, dim + target_dim, dim + target_dim)
         self.value = nn.Parameter(config.init_scale * torch.randn(shape))  # P_h = W_PV, shared by all loops
         self.key_query = nn.Parameter(config.init_scale * torch.randn(shape))  # Q_h = W_KQ, shared by all loops

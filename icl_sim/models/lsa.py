@@ -137,10 +137,7 @@ class LinearSelfAttention(InContextModel):
 
     def __init__(self, dim: int, points: int, config: LSAConfig = LSAConfig(), target_dim: int = 1):
         super().__init__()
-        check_int("dim", dim, 1)
-        check_int("points", points, 1)
-        check_int("target_dim", target_dim, 1)
-        self.dim, self.points, self.config, self.target_dim = dim, points, config, target_dim
+        self.keep_sizes(dim, points, config, target_dim)
         width, layers = dim + target_dim, config.stored_layers
         if config.parameterisation == "full":
             shape = (layers, config.heads, width, width)

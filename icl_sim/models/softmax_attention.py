@@ -61,10 +61,7 @@ class SoftmaxAttention(InContextModel):
     def __init__(self, dim: int, points: int, config: SoftmaxAttentionConfig = SoftmaxAttentionConfig(),
                  target_dim: int = 1):
         super().__init__()
-        check_int("dim", dim, 1)
-        check_int("points", points, 1)
-        check_int("target_dim", target_dim, 1)
-        self.dim, self.points, self.config, self.target_dim = dim, points, config, target_dim
+        self.keep_sizes(dim, points, config, target_dim)
         shape = (config.layers, config.heads, dim + target_dim, dim + target_dim)
         self.value = nn.Parameter(config.init_scale * torch.randn(shape))  # P_h = W_PV
         # dot: Q_h = W_KQ, score z_jᵀ Q_h z_q; gaussian: W_h, score −½‖W_h (z_j − z_q)‖²
