@@ -11,6 +11,7 @@ import math
 
 import torch
 
+from icl_sim.checks import Check
 from icl_sim.evaluation import bootstrap_interval, prompt_errors
 from icl_sim.prompt import Prompt
 from icl_sim.theory.graph_algorithms import ReachabilityRounds
@@ -45,12 +46,28 @@ def accuracy_band(correct: torch.Tensor, mask: torch.Tensor | None = None, *, ba
 
 def rounds_accuracy(prompt: Prompt, rounds: int, power: int) -> dict:
     """``ReachabilityRounds(rounds, power)`` on ``prompt``: its accuracy on the queries it should answer exactly
-    (unreachable, or reachable within power^rounds hops) and on the reachable ones beyond, with their counts."""
+    (unreachable, or reachable within power^rounds hops) and on the reachable ones beyond, with their counts,
+    and on the reachable queries at each distance (``by_distance``)."""
     correct = query_correct(ReachabilityRounds(rounds, power), prompt)
     distance = prompt.latent["distance"]
     inside = (distance < 0) | (distance <= power**rounds)
-    return {"inside": accuracy_band(correct, inside, band=False)["mean"], "inside_count": int(inside.sum()),
-            "beyond": accuracy_band(correct, ~inside, band=False)["mean"], "beyond_count": int((~inside).sum())}
+    return {"rounds": rounds, "power": power,
+            "inside": accuracy_band(correct, inside, band=False)["mean"], "inside_count": int(inside.sum()),
+            "beyond": accuracy_band(correct, ~inside, band=False)["mean"], "beyond_count": int((~inside).sum()),
+            "by_distance": {d: float(correct[distance == d].mean())
+                            for d in range(1, int(distance.max()) + 1) if bool((distance == d).any())}}
+
+
+def rounds_checks(row: dict, name: str, queries: str, source: str) -> list[Check]:
+    """The exactness of L rounds of the p-th power (a ``rounds_accuracy`` row): accuracy 1 on ``queries``
+    within p^L hops or unreachable, and 0 on the reachable ones beyond, if there are any."""
+    hops = row["power"] ** row["rounds"]
+    found = [Check(f"{name}: accuracy on {queries} within {hops} hops or unreachable ({row['inside_count']})", 1.0,
+                   row["inside"], source=f"{source}; (A ∨ I)^(p^L) holds (u, v) iff dist(u, v) ≤ p^L")]
+    if row["beyond_count"]:
+        found.append(Check(f"{name}: accuracy on reachable {queries} beyond {hops} hops ({row['beyond_count']})",
+                           0.0, row["beyond"], source=f"{source}; beyond p^L hops the L-round answer is 'unreachable'"))
+    return found
 
 
 def rounds_needed(prompt: Prompt, power: int = 2) -> torch.Tensor:

@@ -51,7 +51,7 @@ from icl_sim.tasks import GraphConnectivity
 from icl_sim.tasks.graph_connectivity import hard_pairs
 from icl_sim.theory.graph_algorithms import BFSReachability, DegreeHeuristic, ReachabilityRounds
 
-from .connectivity_measures import accuracy_band, query_correct, rounds_accuracy, rounds_needed
+from .connectivity_measures import accuracy_band, query_correct, rounds_accuracy, rounds_checks, rounds_needed
 from .spec import Paper, Reproduction
 
 PAPER = Paper("C. Sanford, B. Fatemi, E. Hall, A. Tsitsulin, M. Kazemi, J. Halcrow, B. Perozzi, V. Mirrokni",
@@ -135,7 +135,7 @@ def measure(measurement) -> dict:
         add("L rounds of squaring", rounds, 0, query_correct(ReachabilityRounds(rounds, 2), test))
     add("BFS (exact)", math.nan, 0, query_correct(BFSReachability(), test))
     add("degree heuristic", math.nan, 0, query_correct(DegreeHeuristic(), test))
-    exactness = [{"prompts": name, "rounds": rounds, "power": power, **rounds_accuracy(prompt, rounds, power)}
+    exactness = [{"prompts": name, **rounds_accuracy(prompt, rounds, power)}
                  for name, prompt in (("GraphQA", test), ("chain", chain)) for rounds in ROUNDS for power in (2, 3)]
     needed = rounds_needed(test)
     by_size = [{"size": m, "rounds_needed": int(needed[size == m].max()), "bound": math.ceil(math.log2(m - 1))}
@@ -154,15 +154,8 @@ def accuracy(results: dict, predictor: str, slice_name: str, depth: float | None
 def checks(results: dict, settings: Settings) -> list[Check]:
     found = []
     for row in results["exactness"]:
-        name = "squaring" if row["power"] == 2 else "cubing"
-        hops = row["power"] ** row["rounds"]
-        found.append(Check(f"{row['rounds']} round(s) of {name} on {row['prompts']} queries within {hops} hops or "
-                           f"unreachable ({row['inside_count']}): accuracy", 1.0, row["inside"],
-                           source=THEOREM + "; (A ∨ I)^(p^L) holds (u, v) iff dist(u, v) ≤ p^L"))
-        if row["beyond_count"]:
-            found.append(Check(f"{row['rounds']} round(s) of {name} on {row['prompts']} reachable queries beyond "
-                               f"{hops} hops ({row['beyond_count']}): accuracy", 0.0, row["beyond"],
-                               source=THEOREM + "; beyond p^L hops the L-round answer is 'unreachable'"))
+        name = f"{row['rounds']} round(s) of {'squaring' if row['power'] == 2 else 'cubing'}"
+        found += rounds_checks(row, name, f"{row['prompts']} queries", THEOREM)
     worst = max(r["rounds_needed"] - r["bound"] for r in results["by_size"])
     found.append(Check("max over sizes m of (squaring rounds needed on graphs of m nodes − ⌈log₂(m − 1)⌉)", 0.0,
                        float(worst), relation="at_most",

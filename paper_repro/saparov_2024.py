@@ -73,9 +73,9 @@ from icl_sim.config import TrainConfig
 from icl_sim.plots import Curve, Panel, Target
 from icl_sim.tasks import GraphConnectivity
 from icl_sim.tasks.graph_connectivity import hard_pairs
-from icl_sim.theory.graph_algorithms import BFSReachability, DegreeHeuristic, ReachabilityRounds
+from icl_sim.theory.graph_algorithms import BFSReachability, DegreeHeuristic
 
-from .connectivity_measures import accuracy_band, query_correct, rounds_accuracy
+from .connectivity_measures import accuracy_band, query_correct, rounds_accuracy, rounds_checks
 from .spec import Paper, Reproduction
 
 PAPER = Paper("A. Saparov, S. Pawar, S. Pimpalgaonkar, N. Joshi, R. Y. Pang, V. Padmakumar, S. M. Kazemi, N. Kim, "
@@ -143,7 +143,7 @@ def runs(settings: Settings) -> dict[str, TrainConfig]:
 
 def measure(measurement) -> dict:
     settings: Settings = measurement.settings
-    rows, merging = [], []
+    rows = []
     for index, n in enumerate(settings.node_counts):
         test = measurement.prompts(settings.task(n), "test", settings.test_prompts, index=index)
         distance = test.latent["distance"]
@@ -157,12 +157,7 @@ def measure(measurement) -> dict:
                       **accuracy_band(correct, mask, band=name.startswith("trained"))}
                      for slice_name, mask in slices.items()]
     dags = measurement.prompts(settings.task(MERGING_NODES), "probe", 4096)
-    distance = dags.latent["distance"]
-    for rounds in MERGING_ROUNDS:
-        correct = query_correct(ReachabilityRounds(rounds, 2), dags)
-        merging.append({"rounds": rounds, **rounds_accuracy(dags, rounds, 2),
-                        "by_distance": {d: float(correct[distance == d].mean())
-                                        for d in range(1, int(distance.max()) + 1) if bool((distance == d).any())}})
+    merging = [rounds_accuracy(dags, rounds, 2) for rounds in MERGING_ROUNDS]
     return {"rows": rows, "merging": merging}
 
 
@@ -178,14 +173,7 @@ def checks(results: dict, settings: Settings) -> list[Check]:
     for row in results["merging"]:
         if row["rounds"] == 0:
             continue
-        hops = 2 ** row["rounds"]
-        found.append(Check(f"path merging, {row['rounds']} round(s): accuracy on balanced-DAG queries within {hops} "
-                           f"hops or unreachable ({row['inside_count']})", 1.0, row["inside"],
-                           source=PATH_MERGING + "; (A ∨ I)^(2^L) holds (u, v) iff dist(u, v) ≤ 2^L"))
-        if row["beyond_count"]:
-            found.append(Check(f"path merging, {row['rounds']} round(s): accuracy on reachable queries beyond {hops} "
-                               f"hops ({row['beyond_count']})", 0.0, row["beyond"],
-                               source=PATH_MERGING + "; no path merges beyond 2^L hops"))
+        found += rounds_checks(row, f"path merging, {row['rounds']} round(s)", "balanced-DAG queries", PATH_MERGING)
     sizes = settings.node_counts
     # all queries, not the hard slice: on balanced DAGs the shortcuts are at chance overall, and below distance 4
     # (n ≤ 9) the hard slice holds the negatives only, so it would compare different questions across n
