@@ -158,7 +158,9 @@ class _Problem:
         return self.family.start(sizes, self.moment.shape[-1])
 
     def repeated(self, parameters: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """The parameters of every step, each step's repeated ``repeats`` times in a row."""
+        """The parameters of every step, each step's repeated ``repeats`` times in a row (as given if once)."""
+        if self.repeats == 1:  # free steps: no copy on every evaluation of the risk
+            return parameters
         return {name: value.repeat_interleave(self.repeats, dim=0) for name, value in parameters.items()}
 
     def losses(self, parameters: dict[str, torch.Tensor]) -> torch.Tensor:
