@@ -165,8 +165,10 @@ def main() -> None:
         return
     default_threads = torch.get_num_threads()
     print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, default threads {default_threads}, "
-          f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}, repeats {args.repeats} (interleaved, median)", flush=True)
-    header = f"{'computation':<46} {'threads':>7} {'ours s':>8} {'ref s':>8} {'ratio':>7} {'rel dev':>8} {'peak MB':>15}"
+          f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}, repeats {args.repeats} "
+          "(interleaved, median)", flush=True)
+    header = (f"{'computation':<46} {'threads':>7} {'ours s':>8} {'ref s':>8} {'ratio':>7} {'rel dev':>8} "
+              f"{'peak MB':>15}")
     print(header)
     with torch.no_grad():
         for case, (name, ours, reference, *first) in enumerate(cases(args.batch, args.points, args.dim)):

@@ -1,9 +1,17 @@
 """icl-sim: an in-context learning theory simulator.
 
-``load_run(path)`` returns the trained model of a run directory as a Predictor.
+``load_run(path)`` returns the trained model of a run directory as a Predictor.  The public names
+are imported on first use, so that ``import icl_sim.config`` or ``icl-sim --help`` does not load torch.
 """
-from icl_sim.prompt import Prompt
-from icl_sim.predictor import Predictor
-from icl_sim.run_io import load_run
+import importlib
 
-__all__ = ["Predictor", "Prompt", "load_run"]
+#: public name -> the module that defines it
+_EXPORTS = {"Predictor": "icl_sim.predictor", "Prompt": "icl_sim.prompt", "load_run": "icl_sim.run_io"}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'icl_sim' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -23,6 +23,12 @@ def atomic_path(path):
             os.remove(temporary)
 
 
+def remove_leftovers(directory) -> None:
+    """Delete the temporary files that processes killed inside :func:`atomic_path` left in ``directory``."""
+    for leftover in Path(directory).glob(".*.tmp"):
+        leftover.unlink(missing_ok=True)
+
+
 def write_text(path, text: str) -> None:
     """Atomically replace ``path`` with ``text``."""
     with atomic_path(path) as temporary:

@@ -78,6 +78,9 @@ class TrainConfig:
     model_params: Mapping[str, Any] = _params_field("model", "size=small")
     steps: int = _field(5000, "training steps", minimum=1)
     batch_size: int = _field(256, "prompts per step", minimum=1)
+    batch_shards: int = _field(1, "shards of each batch, shard s of batch t drawn from (seed, t, s): torchrun's "
+                               "processes split them, so a run does not depend on their number (a multiple of it)",
+                               minimum=1)
     lr: float = _field(1e-3, "peak learning rate", minimum=0.0, strict=True)
     optimizer: str = _field("adam", "optimiser (sgd: plain SGD, betas and adam_eps unused)", choices=OPTIMIZERS)
     betas: tuple[float, float] = _field((0.9, 0.999), "Adam's moment decay rates (von Oswald et al.: 0.9 0.98)",
@@ -101,6 +104,8 @@ class TrainConfig:
                                                   metavar="START:INC:EVERY")
     log_every: int = _field(50, "steps between metrics records", minimum=1)
     checkpoint_every: int = _field(1000, "steps between checkpoints", minimum=1)
+    checkpoint_minutes: float = _field(5.0, "minutes between checkpoints (besides every checkpoint_every steps)",
+                                       minimum=0.0, strict=True)
 
     def __post_init__(self):
         hints = typing.get_type_hints(type(self))
@@ -114,6 +119,8 @@ class TrainConfig:
                 check_float(spec.name, value, metadata["minimum"], strict=metadata.get("strict", False))
             elif hints[spec.name] is bool and not isinstance(value, bool):
                 raise ValueError(f"{spec.name} must be true or false, got {value!r}")
+        if self.batch_size % self.batch_shards:
+            raise ValueError(f"batch_size ({self.batch_size}) must be a multiple of batch_shards ({self.batch_shards})")
         if not isinstance(self.betas, (tuple, list)) or len(self.betas) != 2:
             raise ValueError(f"betas must be two numbers (β1, β2), got {self.betas!r}")
         for index, beta in enumerate(self.betas):

@@ -8,18 +8,22 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
 import torch
 import torch.nn.functional as F
+from tqdm import tqdm
 
 from icl_sim.atomic import atomic_path, write_text
+from icl_sim.memory import check_fits
 from icl_sim.predictor import Predictor
 from icl_sim.prompt import Prompt
 from icl_sim.seeding import make_generator
-from icl_sim.validation import check_choice, check_int
+from icl_sim.tasks.base import check_task
+from icl_sim.validation import check_choice, check_device, check_int
 
 EVAL_STREAM = "eval"
 
@@ -115,6 +119,8 @@ def eval_prompts(task, *, num_prompts: int = 1280, batch_size: int = 256, seed: 
     """The evaluation prompts in float64, batch t drawn from ``make_generator(seed, "eval", t)``."""
     check_int("num_prompts", num_prompts, 1)
     check_int("batch_size", batch_size, 1)
+    check_int("seed", seed, 0)
+    check_device("device", device)
     for index, start in enumerate(range(0, num_prompts, batch_size)):
         size = min(batch_size, num_prompts - start)
         yield task.sample(size, _eval_generator(seed, index, device), points=points, dtype=torch.float64)
@@ -122,22 +128,35 @@ def eval_prompts(task, *, num_prompts: int = 1280, batch_size: int = 256, seed: 
 
 def evaluate(predictors: Mapping[str, Predictor], task, *, num_prompts: int = 1280, batch_size: int = 256,
              seed: int = 0, device="cpu", points: int | None = None, bootstrap: int = 1000,
-             confidence: float = 0.95) -> list[dict]:
+             confidence: float = 0.95, progress: bool = False) -> list[dict]:
     """Per-position ``task.metric`` of every predictor on the same held-out prompts.
 
     Returns one record per (predictor, slice, position): ``predictor``, ``position``
     (the number of in-context examples), ``metric``, ``mean``, ``ci_low``, ``ci_high``
     (percentile bootstrap over prompts), ``num_prompts`` and ``slice`` ("all", or a
     subset the task names in ``slices``).  Tasks that label only the final query
-    (``evaluated_positions == "last"``) get records for that position alone.
+    (``evaluated_positions == "last"``) get records for that position alone.  Work that
+    cannot fit in the available memory is refused up front (:func:`evaluation_bytes`);
+    ``progress`` shows a bar over the batches on stderr.
     """
     if not predictors:
         raise ValueError("predictors must name at least one predictor")
+    for name, predictor in predictors.items():
+        if not isinstance(predictor, Predictor):
+            raise ValueError(f"predictors[{name!r}] must be a Predictor (with predict(xs, ys)), "
+                             f"got {type(predictor).__name__}")
+    check_task("task", task)
     check_choice("task.metric", task.metric, sorted(METRICS))
+    check_int("num_prompts", num_prompts, 1)
+    check_int("batch_size", batch_size, 1)
+    check_int("bootstrap", bootstrap, 1)
     last_only = task.evaluated_positions == "last"
+    positions = 1 if last_only else (points or task.points)
+    check_fits("num_prompts", num_prompts, evaluation_bytes(num_prompts, positions, len(predictors), bootstrap))
     errors: dict[tuple[str, str], list[torch.Tensor]] = {}
-    for prompt in eval_prompts(task, num_prompts=num_prompts, batch_size=batch_size, seed=seed,
-                               device=device, points=points):
+    batches = eval_prompts(task, num_prompts=num_prompts, batch_size=batch_size, seed=seed, device=device,
+                           points=points)
+    for prompt in tqdm(batches, total=math.ceil(num_prompts / batch_size), desc="eval", disable=not progress):
         masks = {"all": torch.ones(prompt.batch_size, dtype=torch.bool), **task.slices(prompt)}
         for name, predictor in predictors.items():
             values = prompt_errors(predictor, prompt, task.metric).cpu()
@@ -157,6 +176,15 @@ def evaluate(predictors: Mapping[str, Predictor], task, *, num_prompts: int = 12
              "ci_high": hi, "num_prompts": len(values), "slice": slice_name}
             for position, m, lo, hi in zip(positions, mean.tolist(), low.tolist(), high.tolist()))
     return records
+
+
+def evaluation_bytes(num_prompts: int, positions: int, predictors: int, bootstrap: int = 1000) -> int:
+    """Estimated peak memory of :func:`evaluate`, in bytes.
+
+    The float64 metric of every prompt, position and predictor is kept until the end, and each
+    bootstrap draws (resamples × prompts) int64 indices turned into float64 counts.
+    """
+    return 8 * num_prompts * (positions * predictors + 2 * bootstrap)
 
 
 def write_table(records: Sequence[Mapping], directory, stem: str = "results") -> tuple[Path, Path]:

@@ -53,6 +53,7 @@ from __future__ import annotations
 import copy
 
 import torch
+from tqdm import tqdm
 
 from icl_sim.evaluation import eval_prompts
 from icl_sim.models import InContextModel
@@ -147,8 +148,11 @@ def r_squared(predictions: torch.Tensor, targets: torch.Tensor) -> float:
 def probe_latent(model: InContextModel, task, target: str, *, probes=("linear",), control: str = "permuted",
                  num_fit: int = 2048, num_prompts: int = 1024, batch_size: int = 512, ridge: float = 1e-3,
                  mlp_hidden: int = 64, mlp_steps: int = 300, mlp_lr: float = 1e-2, seed: int = 0,
-                 device="cpu") -> list[dict]:
-    """Records ``{layer, target, probe, metric, value}`` for every layer × probe (see the module docstring)."""
+                 device="cpu", progress: bool = False) -> list[dict]:
+    """Records ``{layer, target, probe, metric, value}`` for every layer × probe (see the module docstring).
+
+    ``progress`` shows a bar over the layers on stderr.
+    """
     probes = (probes,) if isinstance(probes, str) else tuple(probes)
     if not probes:
         raise ValueError(f"probes must name at least one of {', '.join(PROBES)}")
@@ -175,7 +179,8 @@ def probe_latent(model: InContextModel, task, target: str, *, probes=("linear",)
     fit_control, test_control = (_control(data, control, seed, offset) for data, offset in ((fit, 0), (test, 1)))
 
     records = []
-    for layer, (fit_features, test_features) in enumerate(zip(fit["features"], test["features"]), start=1):
+    layers = tqdm(list(zip(fit["features"], test["features"])), desc="probe-latent: layers", disable=not progress)
+    for layer, (fit_features, test_features) in enumerate(layers, start=1):
         for name in probes:
             if name == "linear":
                 both = torch.cat([fit["targets"], fit_control], dim=1)

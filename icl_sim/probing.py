@@ -38,12 +38,14 @@ from functools import partial
 from typing import Callable, Sequence
 
 import torch
+from tqdm import tqdm
 
 from icl_sim.evaluation import eval_prompts
 from icl_sim.models import InContextModel
 from icl_sim.probe_metrics import HIGHER_IS_CLOSER, behaviours, compare, last, last_predictions
 from icl_sim.predictor import replicated_query_predictor
 from icl_sim.prompt import Prompt
+from icl_sim.tasks.base import check_task
 from icl_sim.theory import GD, GDPlusPlus, Newton, PowerMethod, PreconditionedGD, Ridge, optimal_preconditioner
 from icl_sim.theory.baselines import StatisticsBaseline
 from icl_sim.theory.prefix import as_float64, context_statistics
@@ -63,7 +65,7 @@ class Algorithm:
     grid: Callable[[Prompt], Sequence[dict]]
 
     def fitted_run(self, steps, tuning: Prompt, model_tuning: list[torch.Tensor],
-                   cache: ContextStatistics | None = None) -> tuple[dict, list]:
+                   cache: ContextStatistics | None = None, progress: bool = False) -> tuple[dict, list]:
         """The one hyper-parameter setting whose steps best cover the model's layers, and its steps.
 
         ``steps`` is K (steps 1..K) or an explicit increasing sequence of step counts.
@@ -71,7 +73,7 @@ class Algorithm:
         counts = range(1, steps + 1) if isinstance(steps, int) else steps
         grid = list(self.grid(tuning))
         members = [[self.build(step, **hyper) for step in counts] for hyper in grid]
-        index = _closest_run(members, tuning, model_tuning, cache)
+        index = _closest_run(members, tuning, model_tuning, cache, progress)
         return grid[index], members[index]
 
 
@@ -141,7 +143,7 @@ DEFAULT_STEPS = 10
 
 def probe(model: InContextModel, task, algorithm: str, *, steps: int | None = None, step_params: str = "shared",
           num_prompts: int = 1024, seed: int = 0, device="cpu", readout: str = "direct",
-          step_counts: Sequence[int] | None = None) -> dict:
+          step_counts: Sequence[int] | None = None, progress: bool = False) -> dict:
     """Records ``{layer, algorithm, step, metric, value}`` for every layer × step, and the best step per layer.
 
     ``algorithm`` must be one the task declares in ``probe_algorithms``.
@@ -151,7 +153,11 @@ def probe(model: InContextModel, task, algorithm: str, *, steps: int | None = No
     and to the number of layers per step.  ``step_counts`` (shared step parameters only) replaces
     steps 1..K by an increasing sequence of step counts, e.g. powers of two for an algorithm
     matched on a log scale (Fu et al. 2023's GD heatmap); records then name the count as ``step``.
+    ``progress`` shows bars over the hyper-parameter settings and the steps on stderr.
     """
+    if not isinstance(model, InContextModel):
+        raise ValueError(f"model must be an InContextModel (icl_sim.models.build_model), got {type(model).__name__}")
+    check_task("task", task)
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}; got {algorithm!r}")
     if algorithm not in task.probe_algorithms:
@@ -173,6 +179,7 @@ def probe(model: InContextModel, task, algorithm: str, *, steps: int | None = No
         if not step_counts or any(b <= a for a, b in zip(step_counts, step_counts[1:])):
             raise ValueError(f"step_counts must be a non-empty increasing sequence, got {step_counts}")
     tuning, probes = probe_prompts(task, num_prompts, seed, device)
+    model.check_prompt(tuning.xs, tuning.ys)  # the task's prompts fit the model (d, labels per point)
     model = copy.deepcopy(model).to(device=device, dtype=torch.float64).eval()
     scalar = probes.target.ndim == 2
     if readout == "direct":
@@ -184,12 +191,12 @@ def probe(model: InContextModel, task, algorithm: str, *, steps: int | None = No
     cache = ContextStatistics()
     if step_params == "shared":
         parameters, runs = ALGORITHMS[algorithm].fitted_run(step_counts or steps or DEFAULT_STEPS, tuning,
-                                                            model_tuning, cache)
+                                                            model_tuning, cache, progress)
     else:
         parameters, runs = _tuned_run(algorithm, steps or len(model_tuning), tuning, model_tuning, cache)
     records = []
     labels = step_counts or range(1, len(runs) + 1)
-    for step, predictor in zip(labels, runs):
+    for step, predictor in tqdm(list(zip(labels, runs)), desc="probe: steps", disable=not progress):
         (algorithm_output,) = behaviours(cache.query_predictor(predictor), probes, scalar)
         for layer, layer_output in enumerate(model_outputs, start=1):
             for metric, value in compare(layer_output, algorithm_output, last(probes.target)).items():
@@ -245,7 +252,7 @@ def _with_intercept(features: torch.Tensor) -> torch.Tensor:
 
 
 def _closest_run(members: list[list], tuning: Prompt, model_tuning: list[torch.Tensor],
-                 cache: ContextStatistics | None = None) -> int:
+                 cache: ContextStatistics | None = None, progress: bool = False) -> int:
     """The index of the run (steps 1..K) whose steps best cover the model's layers."""
     if len(members) == 1:
         return 0
@@ -253,11 +260,13 @@ def _closest_run(members: list[list], tuning: Prompt, model_tuning: list[torch.T
     cache = cache or ContextStatistics()
 
     def mismatch(run: list) -> float:
-        steps = torch.stack([last_predictions(cache.query_predictor(member), tuning)[0] for member in run])  # (K, B, ...)
+        # (K, B, ...)
+        steps = torch.stack([last_predictions(cache.query_predictor(member), tuning)[0] for member in run])
         differences = (layers[:, None] - steps[None]).square().flatten(2).mean(dim=-1)  # (L, K)
         return float(differences.min(dim=1).values.sum())
 
-    return min(range(len(members)), key=lambda index: mismatch(members[index]))
+    indices = tqdm(range(len(members)), desc="probe: hyper-parameters", disable=not progress)
+    return min(indices, key=lambda index: mismatch(members[index]))
 
 
 def best_steps(records: Sequence[dict], metric: str = "residual_cosine") -> dict[int, int]:

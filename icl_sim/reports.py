@@ -14,6 +14,7 @@ import torch
 from icl_sim.config import TrainConfig
 from icl_sim.evaluation import evaluate, write_table
 from icl_sim.latent_probes import probe_latent
+from icl_sim.memory import check_fits
 from icl_sim.models import MODELS
 from icl_sim.params import parameter_table, parse_parameters, typed_parameters
 from icl_sim.plots import plot_bars, plot_error_curves, plot_heatmap
@@ -23,13 +24,15 @@ from icl_sim.seeding import make_generator
 from icl_sim.tasks import TASKS, make_task
 from icl_sim.theory import gd_lsa_weights, optimal_preconditioner
 from icl_sim.training import resolve_device
-from icl_sim.validation import check_choice
+from icl_sim.validation import check_choice, check_float
 from icl_sim.weight_comparison import compare_to_construction, effective_layer_maps
 
 TRIVIAL = "Zero"
 PRECONDITIONERS = ("identity", "optimal")
 #: the looped models' parameters that ``icl-sim train`` sets with --loops / --loop-window
 LOOP_PARAMETERS = ("loops", "loop_window")
+#: copies of its float64 prompts that a probe holds at once, at least (prompts, layer states, outputs, fits)
+PROBE_COPIES = 4
 
 
 def train_config(values: Mapping[str, Any] | None = None, *, task_params: Iterable[str] = (),
@@ -42,8 +45,10 @@ def train_config(values: Mapping[str, Any] | None = None, *, task_params: Iterab
     the command line's fields over them); ``task_params`` / ``model_params`` as ``KEY=VALUE`` text,
     merged key by key into ``values``' parameters; last the shortcuts ``dim`` and ``points`` (the
     task's dimension parameter, whatever the family calls it, and its length), ``layers`` (the
-    model's depth parameter) and ``loops``, ``loop_window`` (looped models only).  The task and
-    model parameters are checked here, before a run directory is made.
+    model's depth parameter) and ``loops``, ``loop_window`` (looped models only).  Two of these
+    arguments that set the same parameter (``dim`` and ``task_params`` ``dim=...``; ``layers`` and
+    ``loops`` of a looped model) are an error, not a silent choice.  The task and model parameters
+    are checked here, before a run directory is made.
     """
     values = typed_parameters(TrainConfig, values or {})
     defaults = TrainConfig()
@@ -54,35 +59,42 @@ def train_config(values: Mapping[str, Any] | None = None, *, task_params: Iterab
     if not isinstance(model, str) or model not in MODELS:
         raise ValueError(f"model must be one of {', '.join(MODELS)}; got {model!r}")
     model_class = MODELS[model]
-    task_values = {**typed_parameters(task_class, values.get("task_params", {})),
-                   **parse_parameters(task_class, task_params)}
-    model_values = {**typed_parameters(model_class.Config, values.get("model_params", {})),
-                    **parse_parameters(model_class.Config, model_params)}
-    shortcuts = [(task_values, task_class.dim_parameter, dim), (task_values, "points", points),
-                 (model_values, model_class.depth_parameter, layers)]
+    given = {"task": parse_parameters(task_class, task_params),
+             "model": parse_parameters(model_class.Config, model_params)}
+    merged = {"task": {**typed_parameters(task_class, values.get("task_params", {})), **given["task"]},
+              "model": {**typed_parameters(model_class.Config, values.get("model_params", {})), **given["model"]}}
+    shortcuts = [("dim", "task", task_class.dim_parameter, dim), ("points", "task", "points", points),
+                 ("layers", "model", model_class.depth_parameter, layers)]
     model_parameters = {name for name, *_ in parameter_table(model_class.Config)}
     for name, value in zip(LOOP_PARAMETERS, (loops, loop_window)):
         if value is not None and name not in model_parameters:
             raise ValueError(f"{name} applies to looped models only, not to {model!r}")
-        shortcuts.append((model_values, name, value))
-    for params, name, value in shortcuts:
-        if value is not None:
-            params[name] = value
+        shortcuts.append((name, "model", name, value))
+    set_by: dict[tuple[str, str], str] = {}  # (task or model, parameter) -> the shortcut that set it
+    for shortcut, kind, name, value in shortcuts:
+        if value is None:
+            continue
+        if name in given[kind] or (kind, name) in set_by:
+            other = set_by.get((kind, name), f"{kind}_params {name}={given[kind].get(name)}")
+            raise ValueError(f"{shortcut}={value} and {other} both set the {kind} parameter {name!r}; give it once")
+        set_by[kind, name] = f"{shortcut}={value}"
+        merged[kind][name] = value
+    task_values, model_values = merged["task"], merged["model"]
     make_task(task, **task_values)
     model_class.Config(**model_values)
     values.setdefault("loss_on", model_class.default_loss_on)
     return TrainConfig(**{**values, "task_params": task_values, "model_params": model_values})
 
 
-def evaluate_run(run_dir, *, num_prompts: int = 1280, seed: int = 0, device: str = "auto",
-                 out_dir=None) -> tuple[list[dict], dict[str, Path]]:
+def evaluate_run(run_dir, *, num_prompts: int = 1280, seed: int = 0, device: str = "auto", out_dir=None,
+                 progress: bool = False) -> tuple[list[dict], dict[str, Path]]:
     """Compare the run's model with the task's baselines; write results.csv/json and error_curve.png."""
     config = load_config(run_dir)
     device = resolve_device(device)
     task = make_task(config.task, **config.task_params)
     model = load_run(run_dir, device)
     predictors = {f"{config.model} (trained)": model, **task.baselines()}
-    records = evaluate(predictors, task, num_prompts=num_prompts, seed=seed, device=device)
+    records = evaluate(predictors, task, num_prompts=num_prompts, seed=seed, device=device, progress=progress)
     out_dir = Path(out_dir) if out_dir is not None else Path(run_dir) / "eval"
     csv_path, json_path = write_table(records, out_dir)
     title = f"{config.model} on {config.task} (d={task.dim})"
@@ -105,19 +117,21 @@ def final_position_summary(records: list[dict]) -> list[str]:
 
 def probe_run(run_dir, algorithm: str, *, step_params: str = "shared", steps: int | None = None,
               num_prompts: int = 1024, seed: int = 0, device: str = "auto", readout: str = "direct",
-              out_dir=None) -> tuple[dict, dict[str, Path]]:
+              out_dir=None, progress: bool = False) -> tuple[dict, dict[str, Path]]:
     """:func:`icl_sim.probing.probe` of the run's model on its task, written as a table and a heatmap.
 
     Writes ``NAME.{csv,json}`` (the records) and ``NAME.png`` (layer × step residual cosine) to
-    ``out_dir`` (default ``RUN_DIR/probe``), NAME being ``algorithm``, or ``algorithm-per-step``;
+    ``out_dir`` (default ``RUN_DIR/probe``), NAME being ``algorithm``, then ``-per-step`` for per-step
+    parameters and ``-fitted`` for the fitted read-out, so no two settings overwrite each other;
     returns probe's result and the paths (``csv``, ``json``, ``figure``).
     """
     config = load_config(run_dir)
-    device = resolve_device(device)
-    result = probe(load_run(run_dir, device), make_task(config.task, **config.task_params), algorithm, steps=steps,
-                   step_params=step_params, num_prompts=num_prompts, seed=seed, device=device, readout=readout)
+    device, task = resolve_device(device), make_task(config.task, **config.task_params)
+    check_prompts_fit(task, "num_prompts", num_prompts, prompt_sets=2)  # tuning and probe prompts
+    result = probe(load_run(run_dir, device), task, algorithm, steps=steps, step_params=step_params,
+                   num_prompts=num_prompts, seed=seed, device=device, readout=readout, progress=progress)
     out_dir = Path(out_dir) if out_dir is not None else Path(run_dir) / "probe"
-    name = algorithm if step_params == "shared" else f"{algorithm}-{step_params}"
+    name = "-".join([algorithm] + [step_params] * (step_params != "shared") + [readout] * (readout != "direct"))
     csv_path, json_path = write_table(result["records"], out_dir, name)
     cosines = residual_cosines(result["records"])
     layers, steps = (sorted(set(index)) for index in zip(*cosines))
@@ -127,6 +141,12 @@ def probe_run(run_dir, algorithm: str, *, step_params: str = "shared", steps: in
     return result, {"csv": csv_path, "json": json_path, "figure": figure}
 
 
+def check_prompts_fit(task, name: str, count: int, prompt_sets: int = 1) -> None:
+    """Refuse ``prompt_sets`` × ``count`` prompts of ``task`` (argument ``name``) when :data:`PROBE_COPIES` copies of
+    them in float64 exceed the available memory: a lower estimate, so work that cannot fit stops before it starts."""
+    check_fits(name, count, PROBE_COPIES * prompt_sets * count * 8 * task.points * (task.dim + task.target_dim))
+
+
 def residual_cosines(records: Iterable[Mapping]) -> dict[tuple[int, int], float]:
     """(layer, step) -> residual cosine, from probe records."""
     return {(r["layer"], r["step"]): r["value"] for r in records if r["metric"] == "residual_cosine"}
@@ -134,28 +154,39 @@ def residual_cosines(records: Iterable[Mapping]) -> dict[tuple[int, int], float]
 
 def probe_latent_run(run_dir, target: str, *, probes=("linear",), control: str = "permuted", num_fit: int = 2048,
                      num_prompts: int = 1024, ridge: float = 1e-3, seed: int = 0, device: str = "auto",
-                     out_dir=None) -> tuple[list[dict], dict[str, Path]]:
-    """:func:`icl_sim.latent_probes.probe_latent` of the run's model; ``latent-TARGET.{csv,json}`` in ``out_dir``.
+                     out_dir=None, progress: bool = False) -> tuple[list[dict], dict[str, Path]]:
+    """:func:`icl_sim.latent_probes.probe_latent` of the run's model, written as a table and a heatmap.
 
-    ``out_dir`` defaults to ``RUN_DIR/probe``; returns the records and the paths (``csv``, ``json``).
+    Writes ``NAME.{csv,json}`` and ``NAME.png`` (held-out R² by layer and probe) to ``out_dir``
+    (default ``RUN_DIR/probe``), NAME being ``latent-TARGET``, then ``-query-projection`` for that
+    control; returns the records and the paths (``csv``, ``json``, ``figure``).
     """
     config = load_config(run_dir)
-    device = resolve_device(device)
-    records = probe_latent(load_run(run_dir, device), make_task(config.task, **config.task_params), target,
-                           probes=probes, control=control, num_fit=num_fit, num_prompts=num_prompts, ridge=ridge,
-                           seed=seed, device=device)
+    device, task = resolve_device(device), make_task(config.task, **config.task_params)
+    for name, count in (("num_fit", num_fit), ("num_prompts", num_prompts)):
+        check_prompts_fit(task, name, count)
+    records = probe_latent(load_run(run_dir, device), task, target, probes=probes, control=control, num_fit=num_fit,
+                           num_prompts=num_prompts, ridge=ridge, seed=seed, device=device, progress=progress)
     out_dir = Path(out_dir) if out_dir is not None else Path(run_dir) / "probe"
-    csv_path, json_path = write_table(records, out_dir, f"latent-{target}")
-    return records, {"csv": csv_path, "json": json_path}
+    name = f"latent-{target}" + (f"-{control}" if control != "permuted" else "")
+    csv_path, json_path = write_table(records, out_dir, name)
+    r2 = {(r["layer"], r["probe"]): r["value"] for r in records if r["metric"] == "r2"}
+    figure = _layer_heatmap(r2, out_dir / f"{name}.png", xlabel="probe", colorbar="held-out R²",
+                            title=f"{config.model}: probes for {target}")
+    return records, {"csv": csv_path, "json": json_path, "figure": figure}
 
 
-def compare_weights_run(run_dir, lr: float = 1.0, preconditioner: str = "identity") -> list[dict]:
+def compare_weights_run(run_dir, lr: float = 1.0, preconditioner: str = "identity",
+                        out_dir=None) -> tuple[list[dict], dict[str, Path]]:
     """Each layer of the run's linear-attention model against a step of the GD construction (von Oswald et al.).
 
-    ``preconditioner``: ``identity``, or ``optimal``, the optimal one-layer Γ* (Ahn et al.) for the
-    task's mean covariance over 4096 prompts drawn from the run's evaluation seed.  Returns
-    :func:`icl_sim.weight_comparison.compare_to_construction`'s records; writes nothing.
+    ``lr`` > 0 is the construction's step; ``preconditioner``: ``identity``, or ``optimal``, the
+    optimal one-layer Γ* (Ahn et al.) for the task's mean covariance over 4096 prompts drawn from
+    the run's evaluation seed.  Writes :func:`icl_sim.weight_comparison.compare_to_construction`'s
+    records as ``PRECONDITIONER-lrLR.{csv,json}`` and a heatmap (cosine by layer and map) ``.png``
+    to ``out_dir`` (default ``RUN_DIR/compare-weights``); returns the records and the paths.
     """
+    check_float("lr", lr, 0.0, strict=True)
     check_choice("preconditioner", preconditioner, PRECONDITIONERS)
     config, model = load_config(run_dir), load_run(run_dir, "cpu")
     layers = len(effective_layer_maps(model))
@@ -168,4 +199,18 @@ def compare_weights_run(run_dir, lr: float = 1.0, preconditioner: str = "identit
         if "covariance" not in prompt.latent:
             raise ValueError(f"preconditioner 'optimal' needs a task with a covariance, not {config.task!r}")
         matrix = optimal_preconditioner(prompt.latent["covariance"].mean(dim=0), prompt.points - 1)
-    return compare_to_construction(model, gd_lsa_weights(model.dim, layers, lr, matrix))
+    records = compare_to_construction(model, gd_lsa_weights(model.dim, layers, lr, matrix))
+    out_dir = Path(out_dir) if out_dir is not None else Path(run_dir) / "compare-weights"
+    name = f"{preconditioner}-lr{lr:g}"
+    csv_path, json_path = write_table(records, out_dir, name)
+    cosines = {(r["layer"], r["map"]): r["cosine"] for r in records}
+    figure = _layer_heatmap(cosines, out_dir / f"{name}.png", xlabel="map", colorbar="cosine with the construction",
+                            title=f"{config.model} vs GD (lr {lr:g}, {preconditioner} preconditioner)")
+    return records, {"csv": csv_path, "json": json_path, "figure": figure}
+
+
+def _layer_heatmap(cells: Mapping[tuple[int, str], float], path, *, xlabel: str, colorbar: str, title: str) -> Path:
+    """A layer × column heatmap of ``cells[layer, column]``, rows and columns in their first order."""
+    layers, columns = (list(dict.fromkeys(index)) for index in zip(*cells))
+    return plot_heatmap([[cells[layer, column] for column in columns] for layer in layers], path, rows=layers,
+                        columns=columns, xlabel=xlabel, ylabel="layer", colorbar=colorbar, title=title)

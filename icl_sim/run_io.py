@@ -1,19 +1,35 @@
-"""The run directory: ``config.json``, ``checkpoint.pt``, ``metrics.jsonl`` and results, all self-describing."""
+"""The run directory: ``config.json``, ``checkpoint.pt`` (with its sha256), ``metrics.jsonl`` and results.
+
+Everything read back from a run directory is validated before use: the config against TrainConfig's
+schema, the checkpoint against its recorded checksum and the config's model shapes, every metrics
+record as JSON.  A bad file ends in a one-line ``ValueError`` naming it and what to do.
+"""
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
+import pickle
+import warnings
 from pathlib import Path
 
 import torch
 
 from icl_sim.atomic import atomic_path, write_text
 from icl_sim.config import TrainConfig
-from icl_sim.models import InContextModel, build_model
-from icl_sim.tasks import make_task
+from icl_sim.models import MODELS, InContextModel, build_model
+from icl_sim.params import typed_parameters
+from icl_sim.tasks import TASKS, make_task
+from icl_sim.validation import check_choice
 
 CONFIG_FILE = "config.json"
 CHECKPOINT_FILE = "checkpoint.pt"
+CHECKSUM_FILE = "checkpoint.pt.sha256"
 METRICS_FILE = "metrics.jsonl"
+
+#: what every checkpoint holds, and the type of each entry
+CHECKPOINT_ENTRIES = {"step": int, "model": dict, "optimizer": dict, "scheduler": dict, "window_loss": torch.Tensor,
+                      "window_steps": int, "initial_loss": float}
 
 
 def save_config(run_dir, config: TrainConfig) -> None:
@@ -21,23 +37,82 @@ def save_config(run_dir, config: TrainConfig) -> None:
 
 
 def load_config(run_dir) -> TrainConfig:
+    """The run's TrainConfig; every field present, none unknown, every value (task and model too) valid."""
     path = Path(run_dir) / CONFIG_FILE
     if not path.is_file():
         raise ValueError(f"run directory {str(run_dir)!r} has no {CONFIG_FILE}: not an icl-sim run")
-    return TrainConfig.from_json(path.read_text())
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"cannot read {path}: {error}; restore it from a copy") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} must hold a JSON object of training settings, got {type(data).__name__}")
+    fields = [spec.name for spec in dataclasses.fields(TrainConfig)]
+    unknown, missing = sorted(set(data) - set(fields)), [name for name in fields if name not in data]
+    if unknown or missing:
+        problem = f"unknown key {unknown[0]!r}" if unknown else f"missing key {missing[0]!r}"
+        raise ValueError(f"{path}: {problem} (edited, or written by another icl-sim version); restore it as it was "
+                         f"or retrain in a new --out")
+    try:
+        config = TrainConfig(**typed_parameters(TrainConfig, data))
+        check_choice("task", config.task, tuple(TASKS))
+        check_choice("model", config.model, tuple(MODELS))
+        make_task(config.task, **config.task_params)
+        MODELS[config.model].Config(**typed_parameters(MODELS[config.model].Config, config.model_params))
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{path}: {error}") from None
+    return config
 
 
 def save_checkpoint(run_dir, state: dict) -> None:
-    """Atomically write ``checkpoint.pt`` (model, optimiser, scheduler, step)."""
-    with atomic_path(Path(run_dir) / CHECKPOINT_FILE) as temporary:
+    """Atomically write ``checkpoint.pt`` (the CHECKPOINT_ENTRIES) and record its sha256.
+
+    The checksum file lists the digest of the new checkpoint and of the one it replaces, and is
+    written before the new one is renamed into place: wherever a process is killed, the
+    ``checkpoint.pt`` it leaves has a listed digest.
+    """
+    run_dir = Path(run_dir)
+    with atomic_path(run_dir / CHECKPOINT_FILE) as temporary:
         torch.save(state, temporary)
+        replaced = _recorded_digests(run_dir)[:1]
+        write_text(run_dir / CHECKSUM_FILE, "".join(f"{digest}\n" for digest in [_sha256(temporary), *replaced]))
 
 
 def load_checkpoint(run_dir, device="cpu") -> dict:
+    """The verified state of ``checkpoint.pt``: its sha256 recorded, tensors only, every entry present."""
     path = Path(run_dir) / CHECKPOINT_FILE
     if not path.is_file():
         raise ValueError(f"run directory {str(run_dir)!r} has no {CHECKPOINT_FILE}")
-    return torch.load(path, map_location=device, weights_only=True)
+    if not (Path(run_dir) / CHECKSUM_FILE).is_file():
+        raise ValueError(f"{path} has no {CHECKSUM_FILE} beside it: not an icl-sim checkpoint (or one from an "
+                         f"older icl-sim); retrain in a new --out")
+    if _sha256(path) not in _recorded_digests(run_dir):
+        raise ValueError(f"{path} is corrupt or truncated (its sha256 is not the one recorded in {CHECKSUM_FILE}); "
+                         f"delete it and run train --resume to retrain from step 0")
+    try:
+        with warnings.catch_warnings():  # torch warns about a foreign pickle's protocol before refusing it
+            warnings.simplefilter("ignore", UserWarning)
+            state = torch.load(path, map_location=device, weights_only=True)
+    except pickle.UnpicklingError:
+        raise ValueError(f"{path} holds objects other than tensors; refusing to load it "
+                         f"(not an icl-sim checkpoint?)") from None
+    except Exception as error:  # torch.load can fail in many ways on a file it did not write
+        raise ValueError(f"cannot read {path}: {type(error).__name__}: {_first_line(error)}") from None
+    for key, kind in CHECKPOINT_ENTRIES.items():
+        if not isinstance(state, dict) or not isinstance(state.get(key), kind):
+            raise ValueError(f"{path} is not an icl-sim checkpoint: it lacks {key!r}")
+    return state
+
+
+def load_model_state(model: InContextModel, state: dict, run_dir) -> None:
+    """Load a checkpoint's weights into ``model``; a weight of another name or shape is a one-line error."""
+    expected = model.state_dict()
+    for name in sorted(expected.keys() | state.keys()):
+        found, wanted = _shape(state.get(name)), _shape(expected.get(name))
+        if found != wanted:
+            raise ValueError(f"{Path(run_dir) / CHECKPOINT_FILE} does not fit {CONFIG_FILE}: weight {name!r} is "
+                             f"{found} in the checkpoint, {wanted} by the config; restore the config")
+    model.load_state_dict(state)
 
 
 def build_run_model(config: TrainConfig) -> InContextModel:
@@ -47,15 +122,65 @@ def build_run_model(config: TrainConfig) -> InContextModel:
 
 
 def load_run(run_dir, device="cpu") -> InContextModel:
-    """The trained model of a run directory, in evaluation mode: a Predictor."""
-    config = load_config(run_dir)
-    model = build_run_model(config)
-    model.load_state_dict(load_checkpoint(run_dir, device)["model"])
+    """The trained model of a run directory, validated, in evaluation mode: a Predictor."""
+    model = build_run_model(load_config(run_dir))
+    load_model_state(model, load_checkpoint(run_dir, device)["model"], run_dir)
     return model.to(device).eval()
 
 
 def read_metrics(run_dir) -> list[dict]:
+    """The records of ``metrics.jsonl``, oldest first (see :func:`_metric_lines`)."""
+    return [record for _, record in _metric_lines(run_dir)]
+
+
+def truncate_metrics(run_dir, step: int) -> None:
+    """Keep the records up to ``step`` byte for byte and drop the rest, so a resumed run logs each step once."""
+    kept = [line for line, record in _metric_lines(run_dir) if record["step"] <= step]
+    write_text(Path(run_dir) / METRICS_FILE, "".join(f"{line}\n" for line in kept))
+
+
+def _metric_lines(run_dir) -> list[tuple[str, dict]]:
+    """(line, record) for every record of ``metrics.jsonl``.
+
+    A run killed while appending leaves a torn last line: it is dropped.  Any other line that is
+    not a JSON record with a ``step`` is an error naming the file and the line.
+    """
     path = Path(run_dir) / METRICS_FILE
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    numbered = [(number, line) for number, line in enumerate(path.read_text().splitlines(), start=1) if line.strip()]
+    records = []
+    for number, line in numbered:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            if number == numbered[-1][0]:
+                break
+            raise ValueError(f"{path}, line {number}: not a JSON record ({error}); delete or repair that line") \
+                from None
+        if not isinstance(record, dict) or not isinstance(record.get("step"), int):
+            raise ValueError(f"{path}, line {number}: a metrics record needs an integer 'step'; delete or repair "
+                             f"that line")
+        records.append((line, record))
+    return records
+
+
+def _recorded_digests(run_dir) -> list[str]:
+    path = Path(run_dir) / CHECKSUM_FILE
+    return path.read_text(errors="replace").split() if path.is_file() else []
+
+
+def _sha256(path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _shape(tensor) -> tuple[int, ...] | str:
+    return tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else "absent"
+
+
+def _first_line(error: BaseException) -> str:
+    return next(iter(str(error).splitlines()), "")

@@ -13,18 +13,20 @@ import torch
 STREAMS = {"train": 0, "eval": 1, "init": 2, "pool": 3, "dropout": 4, "covariance": 5, "moments": 6}
 
 
-def derive_seed(seed: int, stream: str, index: int = 0) -> int:
-    """A 63-bit seed for item ``index`` of ``stream`` under the run seed ``seed``."""
+def derive_seed(seed: int, stream: str, index: int = 0, shard: int = 0) -> int:
+    """A 63-bit seed for item ``index`` of ``stream`` under the run seed ``seed`` (its part ``shard``; part 0 is
+    the whole item's seed, so a batch of one shard is the unsharded batch)."""
     if stream not in STREAMS:
         raise ValueError(f"stream must be one of {sorted(STREAMS)}, got {stream!r}")
-    if seed < 0 or index < 0:
-        raise ValueError(f"seed and index must be >= 0, got seed={seed}, index={index}")
-    state = np.random.SeedSequence([seed, STREAMS[stream], index]).generate_state(1, np.uint64)[0]
+    if seed < 0 or index < 0 or shard < 0:
+        raise ValueError(f"seed, index and shard must be >= 0, got seed={seed}, index={index}, shard={shard}")
+    entropy = [seed, STREAMS[stream], index] + ([shard] if shard else [])
+    state = np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0]
     return int(state) & (2**63 - 1)
 
 
-def make_generator(seed: int, stream: str, index: int = 0, device="cpu") -> torch.Generator:
-    """A fresh ``torch.Generator`` on ``device`` for item ``index`` of ``stream``."""
+def make_generator(seed: int, stream: str, index: int = 0, device="cpu", shard: int = 0) -> torch.Generator:
+    """A fresh ``torch.Generator`` on ``device`` for item ``index`` of ``stream`` (its part ``shard``)."""
     generator = torch.Generator(device=torch.device(device))
-    generator.manual_seed(derive_seed(seed, stream, index))
+    generator.manual_seed(derive_seed(seed, stream, index, shard))
     return generator

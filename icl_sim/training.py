@@ -7,20 +7,25 @@ replays exactly the computation of an uninterrupted one.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
+import sys
+import time
 from pathlib import Path
 from typing import Callable
 
 import torch
+from torch import nn
 from tqdm import tqdm
 
-from icl_sim.atomic import write_text
+from icl_sim.atomic import remove_leftovers
 from icl_sim.config import TrainConfig
+from icl_sim.distributed import World, current_world, parallel, process_group
 from icl_sim.models import InContextModel
 from icl_sim.prompt import Prompt
-from icl_sim.run_io import (CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, build_run_model, load_checkpoint,
-                            read_metrics, save_checkpoint, save_config)
+from icl_sim.run_io import (CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, build_run_model, load_checkpoint, load_config,
+                            load_model_state, save_checkpoint, save_config, truncate_metrics)
 from icl_sim.seeding import derive_seed, make_generator
 from icl_sim.tasks import Task, make_task
 from icl_sim.validation import check_int
@@ -29,6 +34,9 @@ from icl_sim.validation import check_int
 class TrainingDiverged(RuntimeError):
     """The training loss became NaN or infinite."""
 
+
+#: a logged loss this many times the loss of step 0 is warned about, once per call of ``train``
+LOSS_GROWTH_WARNING = 1e3
 
 #: the environment variable behind ``icl-sim --threads``
 THREADS_ENVIRONMENT = "ICL_SIM_THREADS"
@@ -78,11 +86,22 @@ def learning_rate_factor(config: TrainConfig) -> Callable[[int], float]:
 
 
 def training_batch(task: Task, config: TrainConfig, step: int, device: torch.device) -> Prompt:
-    """Batch ``step`` of the run: a pure function of (seed, step), shaped by the curriculum."""
+    """Batch ``step`` of the run, shaped by the curriculum: this process's shards of it (all of them in a process
+    of its own, :mod:`icl_sim.distributed`), shard s a pure function of (seed, step, s)."""
     points = config.curriculum_points.value_at(step, task.points) if config.curriculum_points else None
     dims = config.curriculum_dims.value_at(step, task.dim) if config.curriculum_dims else None
-    generator = make_generator(config.seed, "train", step, device)
-    return task.sample(config.batch_size, generator, points=points, active_dims=dims)
+    shards = [task.sample(config.batch_size // config.batch_shards,
+                          make_generator(config.seed, "train", step, device, shard=shard),
+                          points=points, active_dims=dims)
+              for shard in current_world().shards(config.batch_shards)]
+    return shards[0] if len(shards) == 1 else _concatenated(shards)
+
+
+def _concatenated(prompts: list[Prompt]) -> Prompt:
+    """One batch of ``prompts``' prompts, for training: their latents are left out, as the loss never reads them."""
+    targets = None if prompts[0].targets is None else torch.cat([prompt.targets for prompt in prompts])
+    return Prompt(torch.cat([prompt.xs for prompt in prompts]), torch.cat([prompt.ys for prompt in prompts]),
+                  targets=targets)
 
 
 def squared_error_loss(preds: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -113,12 +132,24 @@ def task_loss(model, prompt: Prompt, task: Task, loss_on: str, step: int) -> tor
     return sum(loss(preds.float(), targets) for preds in outputs) / len(outputs)
 
 
-def _make_optimizer(model: InContextModel, config: TrainConfig) -> torch.optim.Optimizer:
+def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+    """The optimiser ``config`` names over ``model``'s parameters (any module: an ensemble passes its stacked ones)."""
     if config.optimizer == "sgd":
         return torch.optim.SGD(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     optimizer_class = torch.optim.AdamW if config.optimizer == "adamw" else torch.optim.Adam
     return optimizer_class(model.parameters(), lr=config.lr, betas=config.betas, eps=config.adam_eps,
                            weight_decay=config.weight_decay)
+
+
+def make_scheduler(optimizer: torch.optim.Optimizer, config: TrainConfig) -> torch.optim.lr_scheduler.LambdaLR:
+    """The learning-rate schedule of ``config`` (:func:`learning_rate_factor`) on ``optimizer``."""
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, learning_rate_factor(config))
+
+
+def autocast_context(config: TrainConfig, device: torch.device):
+    """bf16 autocast on CUDA if ``config.amp``; nothing on CPU."""
+    return torch.autocast("cuda", dtype=torch.bfloat16) if (device.type == "cuda" and config.amp) \
+        else contextlib.nullcontext()
 
 
 def _rng_devices(device: torch.device) -> list[int]:
@@ -127,94 +158,196 @@ def _rng_devices(device: torch.device) -> list[int]:
 
 def train(config: TrainConfig, run_dir, *, resume: bool = False, progress: bool = True,
           log_extra: Callable[[InContextModel], dict] | None = None) -> InContextModel:
-    """Train ``config`` in ``run_dir`` (resuming its checkpoint if ``resume``) and return the model.
+    """Train ``config`` in ``run_dir`` (continuing the run saved there if ``resume``) and return the model.
 
-    A new run refuses a directory that already holds one, so nothing is overwritten.
-    ``log_extra(model)`` may add measurements to every metrics record.  On Ctrl-C the
-    current state is checkpointed before the interrupt propagates.
+    A new run refuses a directory that already holds one, so nothing is overwritten.  Resuming
+    continues from the last checkpoint, or from step 0 if the run stopped before its first one;
+    ``config`` must be the saved one but for ``device`` and ``steps``, which may grow and is then
+    saved.  ``log_extra(model)`` may add measurements to every metrics record.  On Ctrl-C the
+    current state is checkpointed before the interrupt propagates.  Started by ``torchrun``, the
+    processes train the run together and rank 0 writes it (:mod:`icl_sim.distributed`).
     """
     run_dir = Path(run_dir)
-    device = resolve_device(config.device)
     task = make_task(config.task, **config.task_params)
-    if resume and not (run_dir / CHECKPOINT_FILE).is_file():
-        raise ValueError(f"--resume: {str(run_dir)!r} holds no checkpoint to resume")
-    if not resume and ((run_dir / CONFIG_FILE).exists() or (run_dir / CHECKPOINT_FILE).exists()):
-        raise ValueError(f"out directory {str(run_dir)!r} already holds a run; pass --resume or choose another --out")
-
-    with torch.random.fork_rng(devices=_rng_devices(device)):
-        torch.manual_seed(derive_seed(config.seed, "init"))
-        model = build_run_model(config).to(device)
-        optimizer = _make_optimizer(model, config)
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, learning_rate_factor(config))
-        start = 0
-        if resume:
-            state = load_checkpoint(run_dir, device)
-            model.load_state_dict(state["model"])
-            optimizer.load_state_dict(state["optimizer"])
-            scheduler.load_state_dict(state["scheduler"])
-            start = state["step"]
-            _truncate_metrics(run_dir, start)
-        else:
-            run_dir.mkdir(parents=True, exist_ok=True)
-            save_config(run_dir, config)
-        _run_steps(model, optimizer, scheduler, task, config, run_dir, device, start, progress, log_extra)
+    with process_group(resolve_device(config.device)) as (device, world):
+        world.shards(config.batch_shards)
+        state = initial_state(config, run_dir, resume=resume, device=device)
+        world.barrier()  # every rank has looked at the directory before rank 0 writes to it
+        model, optimizer, scheduler = start_run(config, run_dir, device, state, resume=resume, writes=world.is_main)
+        with torch.random.fork_rng(devices=_rng_devices(device)):
+            _run_steps(model, optimizer, scheduler, task, config, run_dir, device, state, progress, log_extra, world)
+        world.barrier()  # the run directory is complete when any rank returns
     return model.eval()
 
 
-def _run_steps(model, optimizer, scheduler, task, config, run_dir, device, start, progress, log_extra):
-    if config.compile:
-        model.compile()  # in place, so that every method that calls the model runs compiled
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if (device.type == "cuda" and config.amp) \
-        else contextlib.nullcontext()
-    window_loss, window_steps = torch.zeros((), device=device), 0
+def initial_state(config: TrainConfig, run_dir: Path, *, resume: bool, device: torch.device) -> dict | None:
+    """The checkpoint a run in ``run_dir`` starts from (None: step 0), refusing a directory it must not touch."""
+    if not resume and ((run_dir / CONFIG_FILE).exists() or (run_dir / CHECKPOINT_FILE).exists()):
+        raise ValueError(f"out directory {str(run_dir)!r} already holds a run; pass --resume or choose another --out")
+    return _resumable_state(config, run_dir, device) if resume else None
 
-    def checkpoint(step: int) -> None:
-        save_checkpoint(run_dir, {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                                  "scheduler": scheduler.state_dict()})
 
-    def finite_window_mean(step: int) -> float:
-        mean = window_loss.item() / max(window_steps, 1)
-        if not math.isfinite(mean):
-            raise TrainingDiverged(f"training loss became {mean} before step {step}; lower --lr or set --grad-clip "
-                                   f"(last good checkpoint kept in {run_dir})")
+def start_run(config: TrainConfig, run_dir: Path, device: torch.device, state: dict | None, *, resume: bool,
+              writes: bool = True):
+    """The run's model (initialised from its seed), optimiser and schedule, loaded from ``state``; the run
+    directory made ready if ``writes`` (config saved; metrics past the checkpoint and killed writes' leftovers
+    dropped)."""
+    with torch.random.fork_rng(devices=_rng_devices(device)):
+        torch.manual_seed(derive_seed(config.seed, "init"))
+        model = build_run_model(config).to(device)
+    optimizer = make_optimizer(model, config)
+    scheduler = make_scheduler(optimizer, config)
+    if state is not None:
+        load_model_state(model, state["model"], run_dir)
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+    if writes and resume:
+        remove_leftovers(run_dir)
+        save_config(run_dir, dataclasses.replace(load_config(run_dir), steps=config.steps))
+        truncate_metrics(run_dir, state["step"] if state is not None else 0)
+    elif writes:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        save_config(run_dir, config)
+    return model, optimizer, scheduler
+
+
+def _resumable_state(config: TrainConfig, run_dir: Path, device: torch.device) -> dict | None:
+    """The checkpoint to continue ``config`` from (None: from step 0), after checking that there is work left."""
+    if not (run_dir / CONFIG_FILE).is_file():
+        raise ValueError(f"--resume: {str(run_dir)!r} holds no run to resume (no {CONFIG_FILE})")
+    saved, given = json.loads(load_config(run_dir).to_json()), json.loads(config.to_json())
+    changed = [name for name in given if given[name] != saved[name] and name not in ("steps", "device")]
+    if changed:
+        raise ValueError(f"--resume continues the run in {str(run_dir)!r}, whose {CONFIG_FILE} has another "
+                         f"{changed[0]} ({saved[changed[0]]!r}); only --steps and --device may change")
+    state = load_checkpoint(run_dir, device) if (run_dir / CHECKPOINT_FILE).is_file() else None
+    done = state["step"] if state is not None else 0
+    if config.steps < done:
+        raise ValueError(f"--steps {config.steps} is fewer than the {done} steps {str(run_dir)!r} has trained; "
+                         f"pass --steps above {done}")
+    if config.steps == done:
+        raise ValueError(f"{str(run_dir)!r} has already trained all its {done} steps; pass --steps above {done} "
+                         f"to train it further")
+    return state
+
+
+class RunLog:
+    """A run's bookkeeping after each optimiser step: the loss window, metrics records, checkpoints, divergence.
+
+    ``train`` keeps one; an ensemble (:mod:`icl_sim.ensemble`) keeps one per run, whose ``before_write``
+    brings the run's model, optimiser and schedule up to date before anything is read from them.
+    A log that ``writes`` nothing (a rank other than 0 of a distributed run) keeps the same accounts.
+    The loss window (the sum and count of losses since the last record) is checkpointed too, so a
+    record is a pure function of the steps it covers, wherever the run was stopped and resumed.
+    """
+
+    def __init__(self, model, optimizer, scheduler, task: Task, config: TrainConfig, run_dir: Path,
+                 device: torch.device, state: dict | None, log_extra: Callable[[InContextModel], dict] | None,
+                 before_write: Callable[[], None] | None = None, writes: bool = True):
+        self.writes = writes
+        self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
+        self.task, self.config, self.run_dir, self.log_extra = task, config, run_dir, log_extra
+        self.before_write = before_write or (lambda: None)
+        self.start = state["step"] if state is not None else 0
+        self.window_loss = state["window_loss"] if state is not None else torch.zeros((), device=device)
+        self.window_steps = state["window_steps"] if state is not None else 0
+        self.initial_loss = state["initial_loss"] if state is not None else math.nan  # the loss of step 0
+        self.saved_step, self.saved_at = (self.start if state is not None else None), time.monotonic()
+        self.warned = False
+        self.completed = self.settled = self.start  # optimiser steps taken; steps fully logged and checkpointed
+
+    def record(self, step: int, loss: torch.Tensor, prompt: Prompt) -> float | None:
+        """Account for optimiser step ``step`` (its loss and batch), logging and checkpointing when due.
+
+        Returns the logged mean loss, or None if no record was due.
+        """
+        config, done = self.config, step + 1
+        self.completed = done
+        self.window_loss, self.window_steps = self.window_loss + loss.detach(), self.window_steps + 1
+        if step == 0:
+            self.initial_loss = loss.item()
+        log_due = done % config.log_every == 0 or done == config.steps
+        checkpoint_due = (done % config.checkpoint_every == 0 or done == config.steps
+                          or time.monotonic() - self.saved_at >= 60 * config.checkpoint_minutes)
+        mean = None
+        if log_due or checkpoint_due:
+            self.before_write()
+        if log_due:
+            mean = self._finite_window_mean(done)
+            if not self.warned and mean > LOSS_GROWTH_WARNING * self.initial_loss > 0:
+                tqdm.write(f"Warning: training loss {mean:.3g} at step {done} is over {LOSS_GROWTH_WARNING:g} "
+                           f"times its initial {self.initial_loss:.3g}; lower --lr or set --grad-clip", file=sys.stderr)
+                self.warned = True
+            if self.writes:
+                self._write_record(done, mean, prompt)
+            self.window_loss, self.window_steps = torch.zeros_like(self.window_loss), 0
+        if checkpoint_due:
+            self._finite_window_mean(done)
+            self.checkpoint(done)
+        self.settled = done
         return mean
 
-    model.train()
-    bar = tqdm(total=config.steps, initial=start, disable=not progress, desc="train", dynamic_ncols=True)
-    completed = settled = start  # optimiser steps taken; steps fully logged and checkpointed
+    def _write_record(self, done: int, mean: float, prompt: Prompt) -> None:
+        record = {"step": done, "loss": mean, "lr": self.scheduler.get_last_lr()[0],
+                  "points": prompt.points, "active_dims": _active_dims(self.config, self.task, done - 1)}
+        if self.log_extra is not None:
+            record.update(self.log_extra(self.model))
+        with open(self.run_dir / METRICS_FILE, "a") as metrics:
+            metrics.write(json.dumps(record) + "\n")
+
+    def interrupted(self) -> None:
+        """On Ctrl-C: checkpoint if every step taken is logged; otherwise the run resumes from its last checkpoint."""
+        if self.completed == self.settled and math.isfinite(self.window_loss.item()):
+            self.before_write()
+            self.checkpoint(self.completed)
+
+    def checkpoint(self, step: int) -> None:
+        if self.writes:
+            save_checkpoint(self.run_dir, {"step": step, "model": self.model.state_dict(),
+                                           "optimizer": self.optimizer.state_dict(),
+                                           "scheduler": self.scheduler.state_dict(), "window_loss": self.window_loss,
+                                           "window_steps": self.window_steps, "initial_loss": self.initial_loss})
+        self.saved_step, self.saved_at = step, time.monotonic()
+
+    def _finite_window_mean(self, step: int) -> float:
+        mean = self.window_loss.item() / max(self.window_steps, 1)
+        if not math.isfinite(mean):
+            kept = ("no checkpoint was written" if self.saved_step is None
+                    else f"the checkpoint of step {self.saved_step} is kept")
+            raise TrainingDiverged(f"training loss became {mean} before step {step}; lower --lr or set --grad-clip "
+                                   f"({kept} in {self.run_dir})")
+        return mean
+
+
+def _run_steps(model, optimizer, scheduler, task, config, run_dir, device, state, progress, log_extra,
+               world: World):
+    """Steps from the checkpoint ``state`` (None: step 0) to ``config.steps``; a :class:`RunLog` logs and saves
+    (on rank 0 of the ``world``, the whole batch's loss: the mean of the ranks' equally sized shares)."""
+    if config.compile:
+        model.compile()  # in place, so that every method that calls the model runs compiled
+    log = RunLog(model, optimizer, scheduler, task, config, run_dir, device, state, log_extra, writes=world.is_main)
+    trained = parallel(model.train(), device, world)
+    bar = tqdm(total=config.steps, initial=log.start, disable=not (progress and world.is_main), desc="train",
+               dynamic_ncols=True)
     try:
-        for step in range(start, config.steps):
+        for step in range(log.start, config.steps):
             prompt = training_batch(task, config, step, device)
             torch.manual_seed(derive_seed(config.seed, "dropout", step))
-            with autocast:
-                loss = task_loss(model, prompt, task, config.loss_on, step)
+            with autocast_context(config, device):
+                loss = task_loss(trained, prompt, task, config.loss_on, step)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if config.grad_clip:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
             optimizer.step()
             scheduler.step()
-            completed = done = step + 1
-            window_loss, window_steps = window_loss + loss.detach(), window_steps + 1
-            if done % config.log_every == 0 or done == config.steps:
-                mean = finite_window_mean(done)
-                record = {"step": done, "loss": mean, "lr": scheduler.get_last_lr()[0],
-                          "points": prompt.points, "active_dims": _active_dims(config, task, step)}
-                if log_extra is not None:
-                    record.update(log_extra(model))
-                with open(run_dir / METRICS_FILE, "a") as metrics:
-                    metrics.write(json.dumps(record) + "\n")
+            log.completed = step + 1
+            mean = log.record(step, world.mean(loss), prompt)
+            if mean is not None:
                 bar.set_postfix(loss=f"{mean:.4g}")
-                window_loss, window_steps = torch.zeros((), device=device), 0
-            if done % config.checkpoint_every == 0 or done == config.steps:
-                finite_window_mean(done)
-                checkpoint(done)
             bar.update(1)
-            settled = done
     except KeyboardInterrupt:
-        # Only a state whose metrics are all written is saved; otherwise resume from the last checkpoint.
-        if completed == settled and math.isfinite(window_loss.item()):
-            checkpoint(completed)
+        log.interrupted()
         raise
     finally:
         bar.close()
@@ -222,9 +355,3 @@ def _run_steps(model, optimizer, scheduler, task, config, run_dir, device, start
 
 def _active_dims(config: TrainConfig, task: Task, step: int) -> int:
     return config.curriculum_dims.value_at(step, task.dim) if config.curriculum_dims else task.dim
-
-
-def _truncate_metrics(run_dir: Path, step: int) -> None:
-    """Drop metric records past the checkpoint, so a resumed run logs each step once."""
-    kept = [record for record in read_metrics(run_dir) if record["step"] <= step]
-    write_text(run_dir / METRICS_FILE, "".join(json.dumps(record) + "\n" for record in kept))

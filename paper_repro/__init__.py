@@ -12,6 +12,7 @@ from icl_sim.paper_repro import (ahn_2023, akyurek_2023, bhattamishra_2023, fu_2
                                  zhang_frei_bartlett_2023, zheng_2024)
 from icl_sim.paper_repro.runner import run_reproduction as run
 from icl_sim.paper_repro.spec import SCALES, Reproduction
+from icl_sim.sweep import Executor
 from icl_sim.validation import check_choice
 
 REPRODUCTIONS: dict[str, Reproduction] = {
@@ -24,10 +25,11 @@ REPRODUCTIONS: dict[str, Reproduction] = {
 
 
 def run_reproduction(name: str, scale: str, out_dir, *, seeds: int = 1, device: str = "auto",
-                     progress: bool = True) -> list[Check]:
-    """Run reproduction ``name`` at ``scale``: ``figure.{png,pdf}``, ``results.{csv,json}`` and ``checks.json``."""
+                     progress: bool = True, executor: Executor = Executor()) -> list[Check]:
+    """Run reproduction ``name`` at ``scale``: ``figure.{png,pdf}``, ``results.{csv,json}`` and ``checks.json``
+    (at full scale each training run a job of ``executor``)."""
     check_choice("name", name, list(REPRODUCTIONS))
-    return run(REPRODUCTIONS[name], scale, out_dir, seeds=seeds, device=device, progress=progress)
+    return run(REPRODUCTIONS[name], scale, out_dir, seeds=seeds, device=device, progress=progress, executor=executor)
 
 
 __all__ = ["REPRODUCTIONS", "SCALES", "Check", "Reproduction", "run_reproduction"]

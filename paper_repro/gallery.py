@@ -5,6 +5,8 @@ import shutil
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from tqdm import tqdm
+
 from icl_sim.atomic import atomic_path, write_text
 from icl_sim.checks import Check
 
@@ -56,14 +58,14 @@ def write_gallery_page(entries: Mapping[str, tuple[Reproduction, Sequence[Check]
     return path
 
 
-def refresh_gallery(reproductions: Mapping[str, Reproduction], figures_dir, runs_dir, *,
-                    device: str = "auto") -> dict[str, tuple[Reproduction, list[Check]]]:
+def refresh_gallery(reproductions: Mapping[str, Reproduction], figures_dir, runs_dir, *, device: str = "auto",
+                    progress: bool = False) -> dict[str, tuple[Reproduction, list[Check]]]:
     """Run ``reproductions`` at quick scale in ``runs_dir``, publish each figure to ``figures_dir`` and write
-    the gallery page; returns each reproduction with its checks."""
+    the gallery page; returns each reproduction with its checks.  ``progress``: bars on stderr."""
     entries = {}
-    for name, reproduction in reproductions.items():
+    for name, reproduction in tqdm(reproductions.items(), desc="gallery", disable=not progress):
         run_dir = Path(runs_dir) / f"{name}-quick"
-        checks = run_reproduction(reproduction, "quick", run_dir, device=device, progress=False)
+        checks = run_reproduction(reproduction, "quick", run_dir, device=device, progress=progress)
         publish(reproduction, run_dir, figures_dir)
         entries[name] = (reproduction, checks)
     write_gallery_page(entries, figures_dir)

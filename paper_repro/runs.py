@@ -23,10 +23,7 @@ def train_or_reuse(config: TrainConfig, run_dir, *, progress: bool,
         saved = load_config(run_dir)
         if saved.to_json() != config.to_json():  # as saved: JSON has lists where the config has tuples
             raise ValueError(f"out directory {str(run_dir)!r} holds a run with another config; choose another --out")
-        if not (run_dir / CHECKPOINT_FILE).exists():
-            raise ValueError(f"{str(run_dir)!r} holds an interrupted run without a checkpoint; remove it or "
-                             f"choose another --out")
-        if load_checkpoint(run_dir)["step"] < config.steps:
+        if not (run_dir / CHECKPOINT_FILE).exists() or load_checkpoint(run_dir)["step"] < config.steps:
             model = train(config, run_dir, resume=True, progress=progress, log_extra=log_extra)
         else:
             model = load_run(run_dir, config.device)

@@ -14,8 +14,8 @@ TASKS = {cls.name: cls for cls in (LinearRegression, Autoregressive, Boolean, Gr
                                    LinearClassification, LinearMap)}
 
 
-def make_task(name: str, **params) -> Task:
-    """The task family ``name`` with ``params`` (unknown names raise ``ValueError``)."""
+def make_task(name: str, /, **params) -> Task:
+    """The task family ``name`` with ``params`` (unknown names raise ``ValueError``, also a parameter called name)."""
     if name not in TASKS:
         raise ValueError(f"task must be one of {', '.join(TASKS)}; got {name!r}")
     try:

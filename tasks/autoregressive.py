@@ -80,7 +80,7 @@ class Autoregressive(TaskFamily):
             raise ValueError(f"spectral_radius must be < 1, got {self.spectral_radius}")
         check_choice("initial", self.initial, INITIALS)
         check_float("initial_scale", self.initial_scale, 0.0, strict=True)
-        check_float("gd_step", self.gd_step)
+        check_float("gd_step", self.gd_step, 0.0, strict=True)
 
     @property
     def target_dim(self) -> int:
@@ -123,7 +123,7 @@ class Autoregressive(TaskFamily):
     def sample(self, batch_size: int, generator: torch.Generator, *, points: int | None = None,
                active_dims: int | None = None, dtype: torch.dtype = torch.float32) -> Prompt:
         """Draw ``batch_size`` trajectories; ``latent`` holds ``W`` (B, d, d)."""
-        n, active = sample_shape(self, batch_size, points, active_dims)
+        n, active = sample_shape(self, batch_size, generator, dtype, points, active_dims)
         device, d = generator.device, self.dim
 
         w = self.transition_matrices(batch_size, active, generator, dtype)

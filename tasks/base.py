@@ -8,7 +8,7 @@ import torch
 
 from icl_sim.predictor import Predictor
 from icl_sim.prompt import Prompt
-from icl_sim.validation import check_int
+from icl_sim.validation import check_float_dtype, check_generator, check_int
 
 
 class Task(Protocol):
@@ -65,9 +65,24 @@ def parameter(help_text: str, default):
     return field(default=default, metadata={"help": help_text})
 
 
-def sample_shape(task, batch_size: int, points: int | None, active_dims: int | None) -> tuple[int, int]:
-    """The validated (points, active_dims) of one ``sample`` call: the task's own unless overridden."""
+def check_task(name: str, value) -> None:
+    """Require a task (``icl_sim.tasks.make_task``): at least a ``sample`` method."""
+    if not callable(getattr(value, "sample", None)):
+        raise ValueError(f"{name} must be a task (icl_sim.tasks.make_task), got {type(value).__name__}")
+
+
+def check_draw(batch_size: int, generator: torch.Generator, dtype: torch.dtype) -> None:
+    """Check what every ``sample`` call takes: a batch of at least one, an explicit generator, a float dtype."""
     check_int("batch_size", batch_size, 1)
+    check_generator("generator", generator)
+    check_float_dtype("dtype", dtype)
+
+
+def sample_shape(task, batch_size: int, generator: torch.Generator, dtype: torch.dtype, points: int | None,
+                 active_dims: int | None) -> tuple[int, int]:
+    """The validated (points, active_dims) of one ``sample`` call (its other arguments checked by ``check_draw``):
+    the task's own unless overridden."""
+    check_draw(batch_size, generator, dtype)
     count = task.points if points is None else points
     active = task.dim if active_dims is None else active_dims
     check_int("points", count, 1)

@@ -68,7 +68,7 @@ from typing import ClassVar
 import torch
 
 from icl_sim.prompt import Prompt
-from icl_sim.tasks.base import TaskFamily, parameter
+from icl_sim.tasks.base import TaskFamily, check_draw, parameter
 from icl_sim.theory.baselines import Averaging
 from icl_sim.theory.boolean_learners import (ConjunctionElimination, DisjunctionElimination, HammingKNN, MajorityLabel,
                                              ParityElimination)
@@ -113,7 +113,7 @@ class Boolean(TaskFamily):
         if self.sparsity is not None:
             if self.function not in DEFAULT_SPARSITY:
                 raise ValueError(f"sparsity applies to {', '.join(DEFAULT_SPARSITY)} only, not {self.function!r}")
-            check_int("sparsity", self.sparsity, 1, self.n)
+            check_int("sparsity", self.sparsity, 1, self.n, maximum_name="n")
         elif self.function in DEFAULT_SPARSITY and DEFAULT_SPARSITY[self.function] > self.n:
             raise ValueError(f"sparsity (default {DEFAULT_SPARSITY[self.function]}) must be <= n={self.n}; "
                              "give a smaller sparsity")
@@ -144,7 +144,7 @@ class Boolean(TaskFamily):
     def sample(self, batch_size: int, generator: torch.Generator, *, points: int | None = None,
                active_dims: int | None = None, dtype: torch.dtype = torch.float32) -> Prompt:
         """Draw ``batch_size`` prompts: xs (B, N, n) and ys (B, N) in {±1}; the latent names f."""
-        check_int("batch_size", batch_size, 1)
+        check_draw(batch_size, generator, dtype)
         count = self.points if points is None else points
         check_int("points", count, 1)
         if active_dims is not None and active_dims != self.n:

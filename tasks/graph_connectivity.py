@@ -100,7 +100,7 @@ from typing import ClassVar
 import torch
 
 from icl_sim.prompt import Prompt
-from icl_sim.tasks.base import TaskFamily, parameter
+from icl_sim.tasks.base import TaskFamily, check_draw, parameter
 from icl_sim.theory.graph_algorithms import BFSReachability, DegreeHeuristic, ReachabilityRounds
 from icl_sim.validation import check_choice, check_float, check_int
 
@@ -143,14 +143,14 @@ class GraphConnectivity(TaskFamily):
         if not isinstance(self.directed, bool):
             raise ValueError(f"directed must be true or false, got {self.directed!r}")  # noqa: TRY004
         check_float("reachable_fraction", self.reachable_fraction, 0.0, maximum=1.0)
-        check_int("min_nodes", self.min_nodes, 0, self.nodes)
+        check_int("min_nodes", self.min_nodes, 0, self.nodes, maximum_name="nodes")
         if self.min_nodes == 1:
             raise ValueError("min_nodes must be 0 (= nodes) or >= 2 (a query needs two nodes), got 1")
         check_float("average_degree", self.average_degree, 0.0)
-        check_int("path_length", self.path_length, 1, self.nodes - 1)
+        check_int("path_length", self.path_length, 1, self.nodes - 1, maximum_name="nodes - 1")
         check_int("max_diameter", self.max_diameter, 1)
         roots = 2 if self.max_diameter % 2 else 1
-        check_int("components", self.components, 1, self.nodes // roots)
+        check_int("components", self.components, 1, self.nodes // roots, maximum_name=f"nodes // {roots}")
         check_float("extra_edges", self.extra_edges, 0.0, maximum=1.0)
         check_float("edge_probability_min", self.edge_probability_min, 0.0, maximum=1.0)
         check_float("edge_probability_max", self.edge_probability_max, self.edge_probability_min, maximum=1.0)
@@ -159,8 +159,10 @@ class GraphConnectivity(TaskFamily):
         if self.generator == "balanced-dag":
             if not self.directed:
                 raise ValueError("generator balanced-dag builds directed graphs: set directed=true")
-            check_int("branches", self.branches, 1, max((self.nodes - 1) // 2, 1))  # so that ℓ = 1 fits
-            check_int("max_lookahead", self.max_lookahead, 0, self.largest_lookahead)
+            check_int("branches", self.branches, 1, max((self.nodes - 1) // 2, 1),  # so that ℓ = 1 fits
+                      maximum_name="(nodes - 1) // 2")
+            check_int("max_lookahead", self.max_lookahead, 0, self.largest_lookahead,
+                      maximum_name="(nodes - 1) // branches - 1")
 
     @property
     def largest_lookahead(self) -> int:
@@ -323,7 +325,7 @@ class GraphConnectivity(TaskFamily):
     def sample(self, batch_size: int, generator: torch.Generator, *, points: int | None = None,
                active_dims: int | None = None, dtype: torch.dtype = torch.float32) -> Prompt:
         """Draw ``batch_size`` graphs and queries; see the module docstring for the encoding and latents."""
-        check_int("batch_size", batch_size, 1)
+        check_draw(batch_size, generator, dtype)
         if points is not None and points != self.points:
             raise ValueError(f"points must be nodes + 1 = {self.points} for graph-connectivity, got {points}")
         if active_dims is not None and active_dims != self.dim:

@@ -42,7 +42,7 @@ class LinearClassification(TaskFamily):
     def sample(self, batch_size: int, generator: torch.Generator, *, points: int | None = None,
                active_dims: int | None = None, dtype: torch.dtype = torch.float32) -> Prompt:
         """Draw ``batch_size`` prompts; ``latent`` holds ``w`` (B, d) and ``flipped`` (B, N) bool."""
-        n, active = sample_shape(self, batch_size, points, active_dims)
+        n, active = sample_shape(self, batch_size, generator, dtype, points, active_dims)
         device, d = generator.device, self.dim
         options = dict(generator=generator, device=device, dtype=dtype)
         xs = torch.randn(batch_size, n, d, **options)

@@ -78,7 +78,7 @@ class LinearMap(TaskFamily):
     def sample(self, batch_size: int, generator: torch.Generator, *, points: int | None = None,
                active_dims: int | None = None, dtype: torch.dtype = torch.float32) -> Prompt:
         """Draw ``batch_size`` prompts; ``latent`` holds ``M`` (B, d, d)."""
-        n, active = sample_shape(self, batch_size, points, active_dims)
+        n, active = sample_shape(self, batch_size, generator, dtype, points, active_dims)
         device = generator.device
         xs = torch.randn(batch_size, n, active, generator=generator, device=device, dtype=dtype)
         xs = torch.nn.functional.pad(xs, (0, self.dim - active))

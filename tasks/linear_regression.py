@@ -88,7 +88,7 @@ class LinearRegression(TaskFamily):
                 raise ValueError("give either spectrum or condition_number, not both")
         check_int("pool_size", self.pool_size, 0)
         check_int("pool_seed", self.pool_seed, 0)
-        check_int("sparsity", self.sparsity, 0, self.dim)
+        check_int("sparsity", self.sparsity, 0, self.dim, maximum_name="dim")
         check_choice("rotation", self.rotation, ROTATIONS)
         check_int("covariance_seed", self.covariance_seed, 0)
         if self.rotation == "fixed" and self.eigenvalues is None:
@@ -149,7 +149,7 @@ class LinearRegression(TaskFamily):
     def sample(self, batch_size: int, generator: torch.Generator, *, points: int | None = None,
                active_dims: int | None = None, dtype: torch.dtype = torch.float32) -> Prompt:
         """Draw ``batch_size`` prompts; ``latent`` holds ``w`` (B, d) and ``covariance`` (B, d, d)."""
-        n, active = sample_shape(self, batch_size, points, active_dims)
+        n, active = sample_shape(self, batch_size, generator, dtype, points, active_dims)
         device, d = generator.device, self.dim
         options = dict(generator=generator, device=device, dtype=dtype)
 

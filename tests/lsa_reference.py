@@ -39,3 +39,20 @@ def assert_matches_reference(model, xs, ys, tolerance=1e-11):
         assert preds.shape == expected[layer].shape
         torch.testing.assert_close(preds, expected[layer], atol=tolerance, rtol=tolerance)
     torch.testing.assert_close(model.last_prediction(xs, ys), expected[-1][:, -1], atol=tolerance, rtol=tolerance)
+
+
+def causal_moment_reference(model, xs, ys):
+    """The causal form by per-layer prefix moments Γ_t (B, N, D, D), icl-sim's path before the masked token pass:
+    context token t and query t both move by Σ_h P_h Γ_t Q_h z.  Predictions per layer; differentiable."""
+    value, key_query = model.attention_weights()
+    d = xs.shape[-1]
+    labels = ys.unsqueeze(-1) if ys.ndim == 2 else ys
+    both = torch.stack([torch.cat([xs, labels], dim=-1), torch.cat([xs, torch.zeros_like(labels)], dim=-1)])
+    out = []
+    for layer in range(model.config.layers):
+        gamma = model.prefix_moments(both[0, ..., :d], both[0, ..., d:])
+        keyed = torch.einsum("hkl,sbnl->sbnhk", key_query[layer], both)
+        attended = torch.einsum("bnkl,sbnhl->sbnhk", gamma, keyed)
+        both = model._token_layers(layer, both + torch.einsum("hij,sbnhj->sbni", value[layer], attended))
+        out.append(-both[1, ..., d:])
+    return [o.squeeze(-1) for o in out] if ys.ndim == 2 else out

@@ -1,6 +1,8 @@
-"""The command line: one-line errors with exit 2, train -> eval -> files end to end, and the library calls behind
-probe, probe-latent and compare-weights giving what they print."""
+"""The command line: the console script's one-line error (every bad input: test_bad_cli_inputs.py), train -> eval
+-> files end to end, the library calls behind probe, probe-latent and compare-weights giving what they print, and
+a fast, torch-free --help."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,29 +24,6 @@ TINY = ["--dim", "3", "--points", "6", "--steps", "10", "--batch-size", "8", "--
 
 def invoke(*args):
     return CliRunner().invoke(cli, list(args))
-
-
-@pytest.mark.parametrize("args, named", [
-    (["train", "--task", "nope", "--out", "x"], "task"),
-    (["train", "--dim", "-3", "--out", "x"], "--dim"),
-    (["train", "--points", "0", "--out", "x"], "--points"),
-    (["train", "--task-param", "bogus=1", "--out", "x"], "bogus"),
-    (["train", "--task-param", "noise=-1", "--out", "x"], "noise"),
-    (["train", "--task-param", "noise", "--out", "x"], "KEY=VALUE"),
-    (["train", "--model", "rnn", "--out", "x"], "--model"),
-    (["train", "--model-param", "size=huge", "--model", "gpt", "--out", "x"], "size"),
-    (["train", "--curriculum-points", "3:1", "--out", "x"], "curriculum"),
-    (["eval", "does-not-exist"], "RUN_DIR"),
-    (["repro", "run", "no-such-paper"], "name"),
-    (["repro", "run", "von-oswald-2023", "--scale", "huge"], "--scale"),
-])
-def test_bad_input_is_one_line_with_exit_2(args, named, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    result = invoke(*args)
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: ") and named in lines[0], result.stderr
-    assert not (tmp_path / "x").exists()  # nothing written for a rejected command
 
 
 def test_console_script_reports_one_line():
@@ -107,7 +86,7 @@ def lsa_run(tmp_path_factory):
 
 def same_as_printed(value, result):
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output) == json.loads(json.dumps(value))
+    assert json.loads(result.stdout) == json.loads(json.dumps(value))
 
 
 def test_probe_prints_what_probe_run_returns(lsa_run, tmp_path):
@@ -126,14 +105,24 @@ def test_probe_latent_prints_what_probe_latent_run_returns(lsa_run, tmp_path):
 
 
 @pytest.mark.parametrize("preconditioner", ["identity", "optimal"])
-def test_compare_weights_prints_what_compare_weights_run_returns(lsa_run, preconditioner):
-    records = compare_weights_run(lsa_run, 0.5, preconditioner)
+def test_compare_weights_prints_what_compare_weights_run_returns(lsa_run, preconditioner, tmp_path):
+    records, paths = compare_weights_run(lsa_run, 0.5, preconditioner, out_dir=tmp_path)
     same_as_printed(records, invoke("compare-weights", str(lsa_run), "--lr", "0.5", "--preconditioner",
                                     preconditioner, "--json"))
+    written = lsa_run / "compare-weights" / f"{preconditioner}-lr0.5.json"
+    assert paths["json"].read_text() == written.read_text() and paths["figure"].stat().st_size > 1000
+
+
+def test_probe_readouts_write_separate_files(lsa_run):
+    for readout in ("direct", "fitted"):
+        assert invoke("probe", str(lsa_run), "--algorithm", "gd", "--steps", "2", "--num-prompts", "32",
+                      "--device", "cpu", "--readout", readout, "--no-progress").exit_code == 0
+    direct, fitted = (json.loads((lsa_run / "probe" / name).read_text()) for name in ("gd.json", "gd-fitted.json"))
+    assert direct != fitted
 
 
 def test_cli_holds_no_sampling_fitting_or_plotting():
-    source = Path(cli_module.__file__).read_text()
+    source = "".join(path.read_text() for path in Path(cli_module.__file__).parent.glob("*.py"))
     for name in ("torch", "make_generator", "plot_", "probe(", "probe_latent(", "compare_to_construction",
                  "make_task", "load_run"):
         assert name not in source, name
@@ -149,3 +138,41 @@ def test_threads_from_the_option_or_the_environment(arguments, environment):
 def test_zero_threads_is_one_line_naming_the_option():
     result = CliRunner().invoke(cli, ["--threads", "0", "tasks"])
     assert result.exit_code == 2 and "--threads" in result.output.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("command", [[], ["repro"], ["theory"]])
+def test_help_starts_without_torch_sympy_or_matplotlib(command):
+    probe_imports = ("import sys; from icl_sim.cli import main; sys.argv = ['icl-sim', *sys.argv[1:], '--help']\n"
+                     "try:\n    main()\nexcept SystemExit:\n    pass\n"
+                     "print(sorted(m for m in ('torch', 'sympy', 'matplotlib', 'seaborn') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", probe_imports, *command], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip().splitlines()[-1] == "[]", result.stderr
+
+
+@pytest.mark.parametrize("group", [cli_module.COMMANDS, cli_module.REPRO_COMMANDS, cli_module.THEORY_COMMANDS])
+def test_lazy_help_is_the_commands_own(group):
+    for name, lazy in group.items():
+        command = lazy.load()
+        assert command.name == name and lazy.help == command.get_short_help_str(limit=1000)
+
+
+@pytest.mark.parametrize("command", [["eval"], ["probe"], ["probe-latent"], ["theory", "verify"], ["repro", "run"],
+                                     ["repro", "gallery"], ["train"]])
+def test_long_commands_take_a_progress_flag(command):
+    result = invoke(*command, "--help")
+    assert result.exit_code == 0 and "--progress / --no-progress" in result.output
+
+
+def test_theory_show_renders_valid_latex_and_readable_plain_symbols():
+    from icl_sim.claims import CLAIMS
+    from icl_sim.claims.rendering import render
+
+    for claim in CLAIMS.values():
+        for step in claim.derive():
+            latex, plain = render(step, latex=True), render(step)
+            depth = 0
+            for character in latex:
+                depth += {"{": 1, "}": -1}.get(character, 0)
+                assert depth >= 0, latex
+            assert depth == 0 and latex.isascii(), latex
+            assert not re.search(r"[^\s_]__[^\s_]", plain), plain  # sympy's mangling of _ and ^ in names

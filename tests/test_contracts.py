@@ -336,7 +336,7 @@ def _constructor_cases() -> list:
 
 
 #: known gaps, each a finding to fix in the baseline (strict: the mark must go once it is fixed)
-CONSTRUCTOR_GAPS = {("ReachabilityRounds", "power", "2.0"): "check_choice compares by ==, so power=2.0 passes as 2"}
+CONSTRUCTOR_GAPS: dict[tuple[str, str, str], str] = {}
 CONSTRUCTOR_CASES = [pytest.param(*case, marks=pytest.mark.xfail(strict=True, reason=CONSTRUCTOR_GAPS[key]))
                      if (key := (case[0].__name__, case[2], repr(case[3]))) in CONSTRUCTOR_GAPS else case
                      for case in _constructor_cases()]
@@ -502,7 +502,7 @@ def test_reproduction_declares_every_scale(name):
 
 
 def test_cli_offers_every_scale():
-    scale = next(param for param in cli.commands["repro"].commands["run"].params if param.name == "scale")
+    scale = next(param for param in cli.commands["repro"].get_command(None, "run").params if param.name == "scale")
     assert list(scale.type.choices) == list(SCALES)
 
 

@@ -157,3 +157,18 @@ def test_training_lowers_loss():
         optimizer.step()
         losses.append(loss.item())
     assert losses[-1] < losses[0] / 10, (losses[0], losses[-1])
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, POINTS])
+@pytest.mark.parametrize("config, target_dim", [({}, 1), ({"n_layer": 1}, 1), ({"n_head": 4}, 3)], ids=str)
+def test_forward_equals_the_read_out_of_the_full_hidden_states(n, config, target_dim):
+    """``forward`` skips the last label token and, in the last block, the label tokens' queries and MLP: the same
+    function as reading out the last of the full ``hidden_states`` (float64, random weights, in training mode)."""
+    torch.manual_seed(3)
+    model = GPT(DIM, POINTS, GPT.Config(init_std=0.3, **config), target_dim=target_dim).double()
+    xs, ys = prompt(n=n, dtype=torch.float64)
+    if target_dim > 1:
+        ys = torch.randn(3, n, target_dim, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    full = model.head(model.hidden_states(xs, ys)[-1])
+    assert model(xs, ys).shape == full.shape
+    torch.testing.assert_close(model(xs, ys), full, atol=1e-12, rtol=1e-12)

@@ -75,6 +75,7 @@ class AffineGDFeatures(InContextModel):
 
     def __init__(self, layers: int):
         super().__init__()
+        self.keep_sizes(TASK.dim, TASK.points, None, 1)
         self.layers = layers
         self.unused = torch.nn.Parameter(torch.zeros(()))
 

@@ -18,7 +18,7 @@ from icl_sim.seeding import make_generator
 from icl_sim.tasks import LinearRegression
 from icl_sim.theory.formulas import (ols_risk, one_step_gd_risk, preconditioned_gd_risk, preconditioner_risk,
                                      ridge_bayes_risk)
-from icl_sim.training import _make_optimizer, learning_rate_factor
+from icl_sim.training import learning_rate_factor, make_optimizer
 
 
 def _model_with(gamma: torch.Tensor, dim: int, points: int):
@@ -72,7 +72,7 @@ def test_geometric_schedule_and_sgd():
     assert [factor(t) for t in (0, first - 1)] == [1.0, 1.0]
     assert factor(first) == 0.5 and factor(first + phase) == 0.25 and factor(255) == 0.5 ** 8
     model = build_model("lsa", 2, 3, parameterisation="preconditioner")
-    assert isinstance(_make_optimizer(model, config), torch.optim.SGD)
+    assert isinstance(make_optimizer(model, config), torch.optim.SGD)
 
 
 def test_fitted_slope_recovers_a_power_law():

@@ -52,7 +52,7 @@ def test_list_and_show(stand_ins):
 def test_verify_json_passes_and_fails(stand_ins):
     result = invoke("verify", "gaussian-second-moment", "--json")
     assert result.exit_code == 0
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)
     assert report["passed"] and [c["passed"] for c in report["claims"][0]["checks"]] == [True, True]
     check = report["claims"][0]["checks"][0]
     assert check["tolerance"] == pytest.approx(3 * check["standard_error"])

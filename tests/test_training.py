@@ -1,7 +1,9 @@
 """The training loop: determinism, resume after a crash, divergence, curriculum, learning-rate schedules.
 
-Resuming after Ctrl-C bit for bit, for every model family: tests/test_contracts.py.
+Resuming after Ctrl-C bit for bit, for every model family: tests/test_contracts.py; after kill -9:
+tests/test_kill_resume.py; a damaged run directory: tests/test_run_validation.py.
 """
+import dataclasses
 import math
 
 import pytest
@@ -10,8 +12,9 @@ import torch
 from tiny_runs import Stop, assert_identical, parameters, stop_at
 
 from icl_sim.config import Curriculum, TrainConfig
-from icl_sim.run_io import load_run, read_metrics
-from icl_sim.training import TrainingDiverged, learning_rate_factor, train
+from icl_sim import training
+from icl_sim.run_io import CONFIG_FILE, METRICS_FILE, load_checkpoint, load_config, load_run, read_metrics
+from icl_sim.training import LOSS_GROWTH_WARNING, TrainingDiverged, learning_rate_factor, train
 
 
 def tiny_config(**changes):
@@ -39,11 +42,87 @@ def test_resume_after_crash_restarts_from_last_checkpoint(tmp_path):
     assert_identical(reference, parameters(load_run(tmp_path / "crashed")))
 
 
+def assert_same_run(run_dir, reference, model) -> None:
+    """``run_dir`` (whose training returned ``model``) ended with ``reference``'s weights and metrics, bit for bit."""
+    assert_identical(parameters(load_run(reference)), parameters(model))
+    assert_identical(parameters(load_run(reference)), parameters(load_run(run_dir)))
+    assert (run_dir / METRICS_FILE).read_bytes() == (reference / METRICS_FILE).read_bytes()
+
+
+def test_a_run_stopped_before_its_first_checkpoint_resumes_from_step_0(tmp_path):
+    config = tiny_config(checkpoint_every=100)
+    train(config, tmp_path / "straight", progress=False)
+    with pytest.raises(Stop):
+        train(config, tmp_path / "crashed", progress=False, log_extra=stop_at(15, Stop()))
+    assert not (tmp_path / "crashed" / "checkpoint.pt").exists() and read_metrics(tmp_path / "crashed")
+    resumed = train(config, tmp_path / "crashed", resume=True, progress=False)
+    assert_same_run(tmp_path / "crashed", tmp_path / "straight", resumed)
+
+
+def test_ctrl_c_between_records_resumes_with_the_same_metrics(tmp_path, monkeypatch):
+    """The interrupt checkpoints step 12 inside the window of the record of step 15: the window is saved too."""
+    config = tiny_config()
+    train(config, tmp_path / "straight", progress=False)
+
+    def interrupted_at_step_12(task, config, step, device):
+        if step == 12:
+            raise KeyboardInterrupt
+        return training_batch(task, config, step, device)
+
+    training_batch = training.training_batch
+    monkeypatch.setattr(training, "training_batch", interrupted_at_step_12)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, tmp_path / "resumed", progress=False)
+    monkeypatch.undo()
+    assert load_checkpoint(tmp_path / "resumed")["step"] == 12
+    resumed = train(config, tmp_path / "resumed", resume=True, progress=False)
+    assert_same_run(tmp_path / "resumed", tmp_path / "straight", resumed)
+
+
+def test_checkpoints_by_time_between_records_resume_bit_for_bit(tmp_path):
+    config = tiny_config(checkpoint_every=1000, checkpoint_minutes=1e-9)  # a checkpoint after every step
+    train(config, tmp_path / "straight", progress=False)
+    with pytest.raises(Stop):
+        train(config, tmp_path / "crashed", progress=False, log_extra=stop_at(15, Stop()))
+    assert load_checkpoint(tmp_path / "crashed")["step"] == 14
+    resumed = train(config, tmp_path / "crashed", resume=True, progress=False)
+    assert_same_run(tmp_path / "crashed", tmp_path / "straight", resumed)
+
+
+def test_resume_with_more_steps_extends_the_run_and_its_config(tmp_path):
+    """At a constant learning rate, 10 steps extended to 20 are the first 20 steps of a 20-step run."""
+    config = tiny_config(steps=10, lr_schedule="constant")
+    train(config, tmp_path / "extended", progress=False)
+    longer = dataclasses.replace(config, steps=20)
+    train(longer, tmp_path / "straight", progress=False)
+    extended = train(longer, tmp_path / "extended", resume=True, progress=False)
+    assert_same_run(tmp_path / "extended", tmp_path / "straight", extended)
+    assert (tmp_path / "extended" / CONFIG_FILE).read_bytes() == (tmp_path / "straight" / CONFIG_FILE).read_bytes()
+
+
+@pytest.mark.parametrize("steps, message", [(5, "--steps 5 is fewer than the 10 steps"),
+                                            (10, "has already trained all its 10 steps; pass --steps above 10")])
+def test_resume_without_steps_left_is_refused_and_changes_nothing(tmp_path, steps, message):
+    config = tiny_config(steps=10)
+    train(config, tmp_path / "run", progress=False)
+    before = {path.name: path.read_bytes() for path in (tmp_path / "run").iterdir()}
+    with pytest.raises(ValueError, match=message):
+        train(dataclasses.replace(config, steps=steps), tmp_path / "run", resume=True, progress=False)
+    assert before == {path.name: path.read_bytes() for path in (tmp_path / "run").iterdir()}
+
+
+def test_resume_with_other_settings_is_refused(tmp_path):
+    train(tiny_config(steps=10), tmp_path / "run", progress=False)
+    with pytest.raises(ValueError, match=r"config.json has another lr \(0.01\); only --steps and --device may change"):
+        train(tiny_config(steps=20, lr=0.5), tmp_path / "run", resume=True, progress=False)
+    assert load_config(tmp_path / "run") == tiny_config(steps=10)
+
+
 def test_refuses_to_overwrite_a_run_and_to_resume_nothing(tmp_path):
     train(tiny_config(steps=5), tmp_path / "run", progress=False)
     with pytest.raises(ValueError, match="already holds a run"):
         train(tiny_config(steps=5), tmp_path / "run", progress=False)
-    with pytest.raises(ValueError, match="no checkpoint"):
+    with pytest.raises(ValueError, match="no run to resume"):
         train(tiny_config(), tmp_path / "empty", resume=True, progress=False)
 
 
@@ -54,6 +133,31 @@ def test_diverging_loss_stops_with_a_message_and_keeps_the_last_good_checkpoint(
         train(config, tmp_path / "run", progress=False)
     model = load_run(tmp_path / "run")
     assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_a_loss_diverging_before_the_first_checkpoint_says_that_none_was_written(tmp_path):
+    config = tiny_config(lr=1e4, lr_schedule="constant", warmup_steps=0, steps=200, model_params={"layers": 3},
+                         checkpoint_every=1000, log_every=1)
+    with pytest.raises(TrainingDiverged, match="no checkpoint was written") as caught:
+        train(config, tmp_path / "run", progress=False)
+    assert "kept" not in str(caught.value) and not (tmp_path / "run" / "checkpoint.pt").exists()
+
+
+def test_a_runaway_loss_is_warned_about_once_when_it_is_logged(tmp_path, capsys):
+    config = tiny_config(lr=1e3, lr_schedule="constant", warmup_steps=0, model_params={"layers": 1}, log_every=2)
+    train(dataclasses.replace(config, steps=1, log_every=1), tmp_path / "first-step", progress=False)
+    (initial,) = [record["loss"] for record in read_metrics(tmp_path / "first-step")]
+    train(config, tmp_path / "run", progress=False)
+    runaway = [record for record in read_metrics(tmp_path / "run") if record["loss"] > LOSS_GROWTH_WARNING * initial]
+    assert len(runaway) > 1
+    (warning,) = capsys.readouterr().err.splitlines()
+    assert warning.startswith(f"Warning: training loss {runaway[0]['loss']:.3g} at step {runaway[0]['step']} ")
+    assert f"its initial {initial:.3g}" in warning
+
+
+def test_a_steady_loss_is_not_warned_about(tmp_path, capsys):
+    train(tiny_config(), tmp_path / "run", progress=False)
+    assert capsys.readouterr().err == ""
 
 
 def test_curriculum_grows_points_and_dimensions(tmp_path):

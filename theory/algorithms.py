@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from icl_sim.validation import check_float, check_int
+from icl_sim.validation import check_float, check_int, checked_floats
 
 from .baselines import LinearBaseline, PointsOnlyBaseline, StatisticsBaseline, in_eigenbasis
 from .prefix import outer_products, prefix_mean, prefix_sum
@@ -49,7 +49,7 @@ class PreconditionedGD(StatisticsBaseline):
 
     def __init__(self, steps: int, lr: float, preconditioner: torch.Tensor):
         check_int("steps", steps, 0)
-        check_float("lr", lr)
+        check_float("lr", lr, 0.0, strict=True)
         preconditioner = _float64_matrix("preconditioner", preconditioner, 2)
         if preconditioner.shape[0] != preconditioner.shape[1]:
             raise ValueError(f"preconditioner must be square (d, d), got {tuple(preconditioner.shape)}")
@@ -116,7 +116,7 @@ class GDPlusPlus(StatisticsBaseline):
 
     def __init__(self, steps: int, lr: float, gamma: float):
         check_int("steps", steps, 0)
-        check_float("lr", lr)
+        check_float("lr", lr, 0.0, strict=True)
         check_float("gamma", gamma)
         self.steps, self.lr, self.gamma = steps, lr, gamma
 
@@ -134,12 +134,11 @@ class StepwiseGDPlusPlus(StatisticsBaseline):
     """
 
     def __init__(self, step_sizes, corrections):
-        step_sizes, corrections = tuple(step_sizes), tuple(corrections)
+        step_sizes = checked_floats("step_sizes", step_sizes)
+        corrections = checked_floats("corrections", corrections)
         if len(step_sizes) != len(corrections):
-            raise ValueError(f"corrections must have one entry per step ({len(step_sizes)}), got {len(corrections)}")
-        for name, values in (("step_sizes", step_sizes), ("corrections", corrections)):
-            for index, value in enumerate(values):
-                check_float(f"{name}[{index}]", value)
+            raise ValueError(f"corrections must have one entry per entry of step_sizes ({len(step_sizes)}), "
+                             f"got {len(corrections)}")
         self.step_sizes, self.corrections = step_sizes, corrections
 
     def _from_statistics(self, gram: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
@@ -260,7 +259,7 @@ class DiscreteMMSE(LinearBaseline):
 
     def _posterior_mean(self, xs: torch.Tensor, ys: torch.Tensor, pool: torch.Tensor) -> torch.Tensor:
         residuals = ys[..., None] - xs @ pool.T  # (B, N, M)
-        logits = -prefix_sum(residuals ** 2) / (2 * self.noise ** 2)
+        logits = -prefix_sum((residuals / self.noise) ** 2) / 2  # noise² itself may overflow a Python float
         return torch.softmax(logits, dim=-1) @ pool
 
 

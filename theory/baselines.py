@@ -9,12 +9,12 @@ of any float dtype on any device give float64 predictions (B, N) on the device o
 from __future__ import annotations
 
 import abc
-from typing import Callable
+from typing import Callable, ClassVar
 
 import torch
 
-from icl_sim.predictor import replicated_query_predictor
-from icl_sim.validation import check_float, check_int
+from icl_sim.predictor import check_prompt, replicated_query_predictor
+from icl_sim.validation import check_float, check_int, checked_floats
 
 from .prefix import (as_float64, context_mask, context_statistics, label_moments, least_squares_statistics,
                      masked_designs, outer_products, prefix_counts, prefix_mean, prefix_sum)
@@ -36,9 +36,21 @@ def batch_chunks(xs: torch.Tensor, *tensors: torch.Tensor):
 
 
 class Baseline(abc.ABC):
-    """Common contract: cast to float64, predict in float64; ``repr`` shows the parameters."""
+    """Common contract: check the prompt (``check_prompt``), cast to float64, predict in float64; ``repr`` shows
+    the parameters.
+
+    Hyper-parameters are checked alike in every constructor: step counts are integers >= 0 (0 steps: the
+    iteration's start), a constant step size ``lr``, a regulariser ``lam`` and a noise level are > 0, and
+    anything else is finite, per-step parameters included (``step_tuning`` fits them freely: its K-step runs
+    start from a null step).
+    """
+
+    #: whether ``preds[:, i]`` is a symmetric function of the context pairs (x_j, y_j), j < i: permuting them
+    #: leaves it unchanged.  False for learners whose answer depends on the order by design.
+    order_invariant: ClassVar[bool] = True
 
     def predict(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        check_prompt(xs, ys)
         return self._predict(*as_float64(xs, ys))
 
     @abc.abstractmethod
@@ -65,8 +77,7 @@ class PointsOnlyBaseline(Baseline):
     """
 
     def predict(self, xs: torch.Tensor, ys: torch.Tensor | None = None) -> torch.Tensor:
-        if not isinstance(xs, torch.Tensor) or xs.ndim != 3:
-            raise ValueError(f"xs must have shape (B, N, d), got {tuple(getattr(xs, 'shape', ()))}")
+        check_prompt(xs, None)
         return self._predict_points(xs.to(torch.float64))
 
     def _predict(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
@@ -82,6 +93,7 @@ class LinearBaseline(Baseline):
 
     def weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """The fitted weights w_i for every position, (B, N, d) float64."""
+        check_prompt(xs, ys)
         return self._weights(*as_float64(xs, ys))
 
     @abc.abstractmethod
@@ -156,7 +168,7 @@ class GD(StatisticsBaseline):
 
     def __init__(self, steps: int, lr: float):
         check_int("steps", steps, 0)
-        check_float("lr", lr)
+        check_float("lr", lr, 0.0, strict=True)
         self.steps, self.lr = steps, lr
 
     def _from_statistics(self, gram: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
@@ -193,10 +205,7 @@ class StepwiseGD(StatisticsBaseline):
     """
 
     def __init__(self, step_sizes):
-        step_sizes = tuple(step_sizes)
-        for index, size in enumerate(step_sizes):
-            check_float(f"step_sizes[{index}]", size)
-        self.step_sizes = step_sizes
+        self.step_sizes = checked_floats("step_sizes", step_sizes)
 
     def _from_statistics(self, gram: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
         return gradient_descent(gram, moment, self.step_sizes)
@@ -291,9 +300,27 @@ class Ridge(LinearBaseline):
     @staticmethod
     def _solve(xs: torch.Tensor, ys: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
         eye = torch.eye(xs.shape[-1], dtype=xs.dtype, device=xs.device)
-        factor = torch.linalg.cholesky(prefix_sum(outer_products(xs)) + lam * eye)
-        moment = prefix_sum(label_moments(xs, ys))[..., None]
-        return torch.cholesky_solve(moment, factor).squeeze(-1)
+        gram, moment = prefix_sum(outer_products(xs)), prefix_sum(label_moments(xs, ys))[..., None]
+        factor, info = torch.linalg.cholesky_ex(gram + lam * eye)
+        weights = torch.cholesky_solve(moment, factor).squeeze(-1)
+        singular = info != 0  # λ below the rounding of a rank-deficient G_i: G_i + λI is singular in floating point
+        if bool(singular.any()):
+            each = lam.expand_as(gram[..., :1, :1])
+            weights[singular] = _range_ridge(gram[singular], moment[singular], each[singular])
+        return weights
+
+
+def _range_ridge(gram: torch.Tensor, moment: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
+    """(G + λI)⁻¹ b on G's numerical range (eigenvalues above eps·d·μ_max), for G (F, d, d), b (F, d, 1), λ (F, 1, 1).
+
+    b = Σ y_j x_j lies in the range of G, where this is ridge exactly; on the null space ridge gives 0.  It serves
+    the λ too small for a Cholesky of G + λI (a prefix shorter than d at a λ near 0: there ridge is OLS).
+    """
+    eigenvalues, vectors = torch.linalg.eigh(gram)
+    kept = eigenvalues > torch.finfo(gram.dtype).eps * gram.shape[-1] * eigenvalues[..., -1:]
+    shrunk = torch.where(kept, eigenvalues + lam[..., 0], 1.0)
+    coefficients = torch.where(kept, (vectors.mT @ moment).squeeze(-1) / shrunk, 0.0)
+    return (vectors @ coefficients[..., None]).squeeze(-1)
 
 
 class OLS(LinearBaseline):
@@ -430,7 +457,13 @@ def _woodbury_solve(system, gradient: torch.Tensor) -> torch.Tensor:
 
 
 class KNN(Baseline):
-    """Mean y of the k nearest context points (all i of them if i < k): Garg et al.'s local baseline."""
+    """Mean y of the k nearest context points (all i of them if i < k): Garg et al.'s local baseline.
+
+    Order-dependent by design: a tie in distance goes to the earlier point (ties have probability 0 for
+    continuous inputs, but the ±1 inputs of Boolean tasks tie often).
+    """
+
+    order_invariant = False
 
     def __init__(self, k: int):
         check_int("k", k, 1)

@@ -95,8 +95,11 @@ class ParityElimination(Baseline):
       other rows.  A residual with zero bits and label bit 1 is an inconsistent example
       (label noise) and is ignored.
 
-    Loops over the N positions (each step O(B n²)); vectorised over the batch.
+    Loops over the N positions (each step O(B n²)); vectorised over the batch.  Order-dependent by
+    design: of two contradicting examples the later one is the one ignored.
     """
+
+    order_invariant = False
 
     def _predict(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         batch, points, n = xs.shape
@@ -148,8 +151,11 @@ class HammingKNN(Baseline):
 
     Hamming distance between the sign patterns s = sign(x) (0 read as +1) is
     (n − s_i·s_j)/2.  With fewer than k context points all of them are used; at i = 0
-    the prediction is 0 (counted as an error).  Use odd k for ±1 predictions.
+    the prediction is 0 (counted as an error).  Use odd k for ±1 predictions.  Order-dependent by
+    design: Hamming distances tie often, and ties go to the earlier point.
     """
+
+    order_invariant = False
 
     def __init__(self, k: int = 1):
         check_int("k", k, 1)

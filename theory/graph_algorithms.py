@@ -30,12 +30,19 @@ from icl_sim.validation import check_choice, check_int
 from .baselines import Baseline
 
 
+class GraphBaseline(Baseline):
+    """A graph-connectivity predictor: token v is node v's adjacency row, so the tokens' order is the graph's
+    node numbering and permuting them asks about another graph (order-dependent by design)."""
+
+    order_invariant = False
+
+
 def decode_prompt(xs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(adjacency (B, n, n) bool, source (B,), target (B,)) read from the node tokens and the query."""
     _, points, dim = xs.shape
     n = dim // 2
     if dim != 2 * n or points != n + 1:
-        raise ValueError(f"graph prompts have shape (B, n + 1, 2n); got {tuple(xs.shape)}")
+        raise ValueError(f"xs must have the shape of graph prompts, (B, n + 1, 2n); got {tuple(xs.shape)}")
     adjacency = xs[:, :n, :n] > 0.5
     query = xs[:, n]
     return adjacency, query[:, :n].argmax(dim=1), query[:, n:].argmax(dim=1)
@@ -61,7 +68,7 @@ def _reachable_within(adjacency: torch.Tensor, rounds: int, power: int) -> torch
     return reach
 
 
-class BFSReachability(Baseline):
+class BFSReachability(GraphBaseline):
     """Exact reachability of t from s by breadth-first frontier expansion, all prompts at once."""
 
     def _predict(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
@@ -80,7 +87,7 @@ class BFSReachability(Baseline):
         return _scores_at_last(visited[rows, target], ys)
 
 
-class ReachabilityRounds(Baseline):
+class ReachabilityRounds(GraphBaseline):
     """t within ``power``^``rounds`` hops of s: ``rounds`` boolean squarings (power 2) or cubings (power 3)."""
 
     def __init__(self, rounds: int, power: int = 2):
@@ -100,7 +107,7 @@ class ReachabilityRounds(Baseline):
         return _scores_at_last(reach[rows, source, target], ys)
 
 
-class DegreeHeuristic(Baseline):
+class DegreeHeuristic(GraphBaseline):
     """Connected iff both endpoints have edges (directed graphs: s an out-edge, t an in-edge)."""
 
     def _predict(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:

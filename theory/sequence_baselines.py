@@ -40,7 +40,7 @@ class OneStepGD(Baseline):
     """
 
     def __init__(self, lr: float = 1.0):
-        check_float("lr", lr)
+        check_float("lr", lr, 0.0, strict=True)
         self.lr = lr
 
     def _predict(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:

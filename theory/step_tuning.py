@@ -22,6 +22,7 @@ from typing import Callable
 
 import torch
 
+from icl_sim.predictor import check_prompt
 from icl_sim.validation import check_choice, check_int
 
 from .algorithms import StepwiseGDPlusPlus, StepwisePreconditionedGD, gd_plus_plus_spectral, preconditioned_descent
@@ -117,6 +118,7 @@ def tune_steps(family: str, xs: torch.Tensor, ys: torch.Tensor, steps: int, *,
     check_int("steps", steps, 1)
     if not isinstance(shared, bool):
         raise ValueError(f"shared must be true or false, got {shared!r}")
+    check_prompt(xs, ys)
     xs, ys = as_float64(xs, ys)
     gram, moment = context_statistics(xs[:, :-1], ys[:, :-1])
     eigenvalues, vectors = torch.linalg.eigh(gram)

@@ -14,7 +14,7 @@ MODELS = {"lsa": LinearSelfAttention, "gpt": GPT, "looped": LoopedTransformer, "
           "disentangled": DisentangledTransformer}
 
 
-def build_model(name: str, dim: int, points: int, target_dim: int = 1, **params) -> InContextModel:
+def build_model(name: str, dim: int, points: int, /, target_dim: int = 1, **params) -> InContextModel:
     """The model family ``name`` for prompts of ``points`` points in ``dim`` dimensions, k = ``target_dim`` labels."""
     if name not in MODELS:
         raise ValueError(f"model must be one of {', '.join(MODELS)}; got {name!r}")

@@ -7,7 +7,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from icl_sim.predictor import replicated_query_predictor
+from icl_sim.predictor import check_prompt, replicated_query_predictor
 from icl_sim.validation import check_int
 
 
@@ -69,14 +69,28 @@ class InContextModel(nn.Module, abc.ABC):
         """The prediction at the final position (B,); models may compute it more cheaply than all of them."""
         return self(xs, ys)[:, -1]
 
+    def check_prompt(self, xs: torch.Tensor, ys: torch.Tensor) -> None:
+        """Raise ``ValueError`` unless (xs, ys) is a prompt this model reads: ``icl_sim.predictor.check_prompt``,
+        d = ``dim`` features and ``target_dim`` labels per point."""
+        check_prompt(xs, ys)
+        if xs.shape[-1] != self.dim:
+            raise ValueError(f"xs must have {self.dim} features (dim), got {xs.shape[-1]}")
+        labels = ys.shape[-1] if ys.ndim == 3 else 1
+        if labels != self.target_dim:
+            raise ValueError(f"ys must carry target_dim={self.target_dim} labels per point, got {tuple(ys.shape)}")
+
     @torch.no_grad()
-    def predict(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        """Predictor contract: evaluation mode, any input device/dtype, output like ``xs``."""
+    def predict(self, xs: torch.Tensor, ys: torch.Tensor, **options) -> torch.Tensor:
+        """Predictor contract: a checked prompt, evaluation mode, any input device/dtype, output like ``xs``.
+
+        ``options`` go to ``forward`` (a looped model's ``loops``).
+        """
+        self.check_prompt(xs, ys)
         reference = next(self.parameters())
         was_training = self.training
         self.eval()
         try:
-            preds = self(xs.to(reference), ys.to(reference))
+            preds = self(xs.to(reference), ys.to(reference), **options)
         finally:
             self.train(was_training)
         return preds.to(device=xs.device, dtype=xs.dtype)

@@ -84,6 +84,12 @@ class CausalSelfAttention(nn.Module):
                           torch.eye(count, dtype=torch.bool, device=queries.device)], dim=1)
         return self._merge(self.attend(q, torch.cat([keys, k], dim=2), torch.cat([values, v], dim=2), mask))
 
+    def at_even_positions(self, h: torch.Tensor) -> torch.Tensor:
+        """Causal attention over h (B, T, E) computed at the even positions only (the x tokens): (B, ⌈T/2⌉, E)."""
+        q, k, v = self._heads(h)
+        position = torch.arange(h.shape[1], device=h.device)
+        return self._merge(self.attend(q[:, :, ::2], k, v, position[None, :] <= position[::2, None]))
+
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                mask: torch.Tensor | None = None) -> torch.Tensor:
         """Softmax attention per head, (B, H, T, h) -> (B, H, T, h): causal, or where ``mask`` (T, S) is true."""
@@ -136,6 +142,10 @@ class Block(nn.Module):
     def recall(self, queries: torch.Tensor, memory: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         """The block's output on query tokens that see a context's ``memory`` and themselves only."""
         return self._feed_forward(queries + self.attn.recall(self.ln_1(queries), memory))
+
+    def at_x_tokens(self, h: torch.Tensor) -> torch.Tensor:
+        """The block's output at the x tokens (even positions) of h only: what the last block must compute."""
+        return self._feed_forward(h[:, ::2] + self.attn.at_even_positions(self.ln_1(h)))
 
     def _feed_forward(self, h: torch.Tensor) -> torch.Tensor:
         return h + self.mlp(self.ln_2(h))
@@ -263,5 +273,12 @@ class GPT(InContextModel):
         return predict
 
     def forward(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        """Predictions (B, N): preds[:, i] from (x_j, y_j), j < i, and x_i."""
-        return self.head(self.hidden_states(xs, ys)[-1])
+        """Predictions (B, N): preds[:, i] from (x_j, y_j), j < i, and x_i.
+
+        The read-out of :meth:`hidden_states`, computing only what it reads: no x token follows the last
+        label token, so it is dropped, and the last block runs its queries and MLP at the x tokens alone.
+        """
+        h = self.embedding(xs, ys)[:, :-1]
+        for block in self.blocks[:-1]:
+            h = block(h)
+        return self.head.read(self.blocks[-1].at_x_tokens(h))

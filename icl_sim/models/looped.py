@@ -132,17 +132,9 @@ class LoopedModel(InContextModel, abc.ABC):
         window = window_at(self.config, loops)
         return self.run_loops(xs, ys, loops, read=window, grad=window, last_only=last_only)
 
-    @torch.no_grad()
     def predict(self, xs: torch.Tensor, ys: torch.Tensor, *, loops: int | None = None) -> torch.Tensor:
         """Predictor contract, after ``loops`` loops (default the trained b; any count ≥ 1, also beyond b)."""
-        reference = next(self.parameters())
-        was_training = self.training
-        self.eval()
-        try:
-            preds = self(xs.to(reference), ys.to(reference), loops=loops)
-        finally:
-            self.train(was_training)
-        return preds.to(device=xs.device, dtype=xs.dtype)
+        return super().predict(xs, ys, loops=loops)
 
 
 # --------------------------------------------------------------------------- looped (Yang et al.)

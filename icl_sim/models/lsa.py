@@ -16,7 +16,11 @@ Because the update of every token is the same linear map M = I + Σ_h P_h Γ Q_h
 Γ' = M Γ Mᵀ and the query becomes M z_query.  Predicting every position i (the
 prompt cut to its first i points plus query x_i) therefore needs only the prefix
 second-moment matrices Γ_i, computed with one cumulative sum: O(N d³) per layer,
-exact, with no loop over prefixes.
+exact, with no loop over prefixes.  That Γ recursion is needed only where a layer reads
+context tokens that an earlier layer updated within the prefix; with one layer (and in
+the causal form below) a single pass over the tokens with causally masked attention
+scores z_jᵀ Q_h z_t is the same function, never builds the (B, N, D, D) moments and
+trains 7-8× faster (benchmarks/bench_training_step.py).
 
 Variants (fields of :class:`LSAConfig`; the defaults are the plain model above):
 
@@ -58,7 +62,7 @@ Variants (fields of :class:`LSAConfig`; the defaults are the plain model above):
   exactly; for more layers it differs, since in the per-prefix model context token j
   at layer 2 has seen all of the prefix's n context tokens (normalised by n) and in the
   causal model only the tokens before j (normalised by j).  It composes with
-  layer_norm / mlp (the pass is per token) and costs O(N D²) per layer.
+  layer_norm / mlp (the pass is per token) and costs O(N² D + N D²) per layer.
 * ``recurrent`` — one set of weights applied ``layers`` times (von Oswald et al. 2023, Sec. 4,
   their code's ``deq``): the recurrent two-layer LSA whose trained curvature correction γ they
   compare with GD++'s.  It composes with every other variant.
@@ -180,7 +184,8 @@ class LinearSelfAttention(InContextModel):
             return value, key_query
         if self.config.parameterisation == "sparse":
             k = self.target_dim
-            key_query = -torch.nn.functional.pad(self.preconditioner.transpose(-1, -2), (0, k, 0, k))  # −[[Aᵀ, 0], [0, 0]]
+            # −[[Aᵀ, 0], [0, 0]]
+            key_query = -torch.nn.functional.pad(self.preconditioner.transpose(-1, -2), (0, k, 0, k))
             value = torch.nn.functional.pad(self.feature_update, (0, k, 0, k))  # [[B, 0], [0, I_k]]
             eye = torch.eye(k, dtype=value.dtype, device=value.device)
             value = value + torch.nn.functional.pad(eye, (self.dim, 0, self.dim, 0))
@@ -198,37 +203,51 @@ class LinearSelfAttention(InContextModel):
         return _exclusive_moments(_tokens(xs, self._labels(ys)))
 
     def layer_predictions(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
-        labels = self._labels(ys)
-        if self.config.causal:
-            return self._causal(xs, labels)
-        if self.config.nonlinear:
-            return self.per_prefix_predictions(xs, ys)
-        return self._propagate(self.prefix_moments(xs, ys), _tokens(xs, torch.zeros_like(labels)))
+        return self._all_positions(xs, ys)
 
     def layer_features(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
         """The query token z_query after each layer at every position: (B, N, d + k) per layer.
 
         Its label slots are minus the layer's prediction; every variant is supported.
         """
+        return self._all_positions(xs, ys, features=True)
+
+    @property
+    def reads_updated_context(self) -> bool:
+        """Whether a layer reads context tokens that an earlier layer updated within the same prefix: the
+        per-prefix model with more than one layer, which needs the Γ recursion or materialised prefixes."""
+        return not self.config.causal and self.config.layers > 1
+
+    def _all_positions(self, xs: torch.Tensor, ys: torch.Tensor, features: bool = False) -> list[torch.Tensor]:
+        """Every position by the fastest exact path: the masked token pass unless a layer reads updated context
+        tokens, else the Γ recursion (linear layers) or the materialised prefixes (LayerNorm / MLP)."""
         labels = self._labels(ys)
-        if self.config.causal:
-            return self._causal(xs, labels, features=True)
+        if not self.reads_updated_context:
+            return self._token_pass(xs, labels, features)
         if self.config.nonlinear:
-            return self.per_prefix_predictions(xs, ys, features=True)
-        return self._propagate(self.prefix_moments(xs, ys), _tokens(xs, torch.zeros_like(labels)), features=True)
+            return self.per_prefix_predictions(xs, ys, features=features)
+        return self.moment_predictions(xs, ys, features=features)
+
+    def moment_predictions(self, xs: torch.Tensor, ys: torch.Tensor, *,
+                           features: bool = False) -> list[torch.Tensor]:
+        """Every position by the Γ recursion on the prefix moments: exact for every linear variant but ``causal``,
+        at any depth.  Returns the predictions after each layer, or with ``features`` the query tokens."""
+        query = _tokens(xs, torch.zeros_like(self._labels(ys)))
+        return self._propagate(self.prefix_moments(xs, ys), query, features)
 
     def last_prediction(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """The final position only: N times cheaper for training (except in the causal form)."""
         labels = self._labels(ys)
         if self.config.causal:
-            return self._causal(xs, labels)[-1][:, -1]
+            return self._token_pass(xs, labels)[-1][:, -1]
         if self.config.nonlinear:
             last = torch.tensor([xs.shape[1] - 1], device=xs.device)
             return self.per_prefix_predictions(xs, ys, last)[-1][:, 0]
         return self.query_predictor(xs[:, :-1], ys[:, :-1])(xs[:, -1:])[-1][:, 0]
 
     def query_predictor(self, xs: torch.Tensor, ys: torch.Tensor) -> Callable[[torch.Tensor], list[torch.Tensor]]:
-        """Queries against the context's one moment matrix Γ (the Γ recursion); other variants replicate the context."""
+        """Queries against the context's one moment matrix Γ (the Γ recursion); other variants replicate the
+        context."""
         if self.config.causal or self.config.nonlinear:
             return super().query_predictor(xs, ys)
         labels = self._labels(ys)
@@ -293,19 +312,26 @@ class LinearSelfAttention(InContextModel):
             tokens = tokens + self.mlps[layer % self.config.stored_layers](tokens)
         return tokens
 
-    def _causal(self, xs: torch.Tensor, labels: torch.Tensor, features: bool = False) -> list[torch.Tensor]:
-        """The one-pass causal form: context token t and query t both attend to context tokens j < t."""
+    def _token_pass(self, xs: torch.Tensor, labels: torch.Tensor, features: bool = False) -> list[torch.Tensor]:
+        """One pass over the tokens: context token t and query t both attend to the context tokens j < t.
+
+        This is the causal form at any depth, and the per-prefix model when no layer reads updated context
+        tokens (one layer).  Masked attention scores replace the (B, N, D, D) moments Γ_t; the last layer
+        updates the queries only, since no later layer reads the context.
+        """
         context = _tokens(xs, labels)
         query = _tokens(xs, torch.zeros_like(labels))
         value, key_query = self.attention_weights()
         predictions = []
+        n = xs.shape[1]
         for layer in range(self.config.layers):
-            gamma = _exclusive_moments(context)  # (B, N, D, D), from this layer's tokens
-            both = torch.stack([context, query])  # (2, B, N, D)
-            keyed = torch.einsum("hkl,sbnl->sbnhk", key_query[layer], both)
-            attended = torch.einsum("bnkl,sbnhl->sbnhk", gamma, keyed)
-            both = both + torch.einsum("hij,sbnhj->sbni", value[layer], attended)
-            context, query = self._token_layers(layer, both).unbind(0)
+            context_read_later = layer + 1 < self.config.layers
+            tokens = torch.cat([context, query], dim=1) if context_read_later else query  # (B, 2N or N, D)
+            tokens = tokens + _masked_attention(tokens, context, value[layer], key_query[layer])
+            tokens = self._token_layers(layer, tokens)
+            if context_read_later:
+                context = tokens[:, :n]
+            query = tokens[:, -n:]
             predictions.append(query if features else self._read_out(query))
         return predictions
 
@@ -351,6 +377,18 @@ def constructed_lsa(dim: int, points: int, steps: int, lr: float,
 def _tokens(xs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Tokens z = (x, y): (..., d + k)."""
     return torch.cat([xs, labels], dim=-1)
+
+
+def _masked_attention(tokens: torch.Tensor, context: torch.Tensor, value: torch.Tensor,
+                      key_query: torch.Tensor) -> torch.Tensor:
+    """Σ_h P_h Γ_t Q_h z_t for tokens z_t (B, T, D), Γ_t = (1/max(t, 1)) Σ_{j<t} z_j z_jᵀ over the context
+    (B, N, D), t counted modulo N (T is a multiple of N): causal attention with scores z_jᵀ Q_h z_t."""
+    position = torch.arange(context.shape[1], device=context.device)
+    weights = (position[None, :] < position[:, None]).to(context.dtype) / position.clamp(min=1)[:, None]
+    weights = weights.repeat(tokens.shape[1] // context.shape[1], 1)  # (T, N): 1/t for j < t, else 0
+    keyed = torch.einsum("hkl,btl->bhtk", key_query, tokens)  # Q_h z_t
+    scores = keyed @ context[:, None].mT * weights  # (B, H, T, N)
+    return torch.einsum("hij,bhtj->bti", value, scores @ context[:, None])
 
 
 def _outer(tokens: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,130 @@
+"""The GPU path measured in one short run: training step time and MFU, probe time, bf16 and compile.
+
+Run: ``benchmarks/gpu_check.sh`` on a CUDA machine (under 5 minutes), which calls this script and then the
+test suite's CUDA cases.  ``python benchmarks/gpu_check.py --tiny`` runs every section at toy sizes on
+whatever device there is, to check the script itself.
+
+Sections (one printed line each):
+- the standard GPT's training step (12 × 256, 8 heads; d = 20, N = 41, batch 64, as Garg et al.):
+  float32, bf16 autocast, and bf16 autocast under ``torch.compile``, each with fused Adam on CUDA.
+  FLOPs per step are counted by torch's own ``FlopCounterMode`` (forward + backward matmuls and
+  attention), and MFU is achieved FLOP/s over the device's dense bf16 peak (``--peak-tflops``).
+- the probe of a 12-layer GPT on 4,096 prompts (``icl_sim.probing.probe``, GD, shared step size).
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from icl_sim.config import TrainConfig
+from icl_sim.models import build_model
+from icl_sim.probing import probe
+from icl_sim.tasks import make_task
+from icl_sim.training import make_optimizer, task_loss, training_batch
+
+#: dense bf16 peak of an H100/H200 SXM in TFLOP/s (NVIDIA's data sheet, without sparsity)
+H200_BF16_TFLOPS = 989.0
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def step_function(config: TrainConfig, device: torch.device, autocast: bool, compiled: bool):
+    """One training step of ``config``'s model as a closure over its step index, and the model."""
+    task = make_task(config.task, **config.task_params)
+    torch.manual_seed(0)
+    model = build_model(config.model, task.dim, task.points, task.target_dim, **config.model_params).to(device)
+    if compiled:
+        model.compile()
+    optimizer = make_optimizer(model, config)
+    context = (torch.autocast(device.type, dtype=torch.bfloat16) if autocast
+               else torch.autocast(device.type, enabled=False))
+
+    def step(index: int) -> torch.Tensor:
+        prompt = training_batch(task, config, index, device)
+        with context:
+            loss = task_loss(model, prompt, task, config.loss_on, index)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+
+    return step, model
+
+
+def flops_per_step(step) -> int:
+    """FLOPs of one training step as torch counts them (matmuls, convolutions and attention)."""
+    with FlopCounterMode(display=False) as counter:
+        step(0)
+    return counter.get_total_flops()
+
+
+def median_step_seconds(step, device: torch.device, warmup: int, repeats: int) -> float:
+    for index in range(warmup):
+        step(index)
+    synchronize(device)
+    times = []
+    for index in range(warmup, warmup + repeats):
+        start = time.perf_counter()
+        step(index)
+        synchronize(device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def training_steps(args, device: torch.device) -> None:
+    size = "tiny" if args.tiny else "standard"
+    config = TrainConfig(task="linear-regression", task_params={"dim": 20, "points": 41}, model="gpt",
+                         model_params={"size": size}, batch_size=64, device=device.type, lr=1e-4)
+    flops = None
+    for label, autocast, compiled in (("float32", False, False), ("bf16 autocast", True, False),
+                                      ("bf16 autocast + compile", True, True)):
+        if autocast and device.type != "cuda" and not args.tiny:
+            continue
+        step, model = step_function(config, device, autocast, compiled)
+        flops = flops or flops_per_step(step)
+        start = time.perf_counter()
+        seconds = median_step_seconds(step, device, args.warmup, args.repeats)
+        warm = time.perf_counter() - start
+        achieved = flops / seconds / 1e12
+        parameters = sum(p.numel() for p in model.parameters())
+        print(f"gpt {size} ({parameters:,} parameters) train step, {label}: {seconds * 1e3:.2f} ms, "
+              f"{flops / 1e9:.2f} GFLOP/step, {achieved:.2f} TFLOP/s, MFU {achieved / args.peak_tflops:.1%} "
+              f"(warm-up and repeats {warm:.1f} s)", flush=True)
+
+
+def probe_time(args, device: torch.device) -> None:
+    prompts = 64 if args.tiny else 4096
+    task = make_task("linear-regression")
+    torch.manual_seed(0)
+    model = build_model("gpt", task.dim, task.points, size="tiny" if args.tiny else "standard").to(device).eval()
+    start = time.perf_counter()
+    result = probe(model, task, "gd", num_prompts=prompts, device=device)
+    synchronize(device)
+    print(f"probe gd of a {len(result['best'])}-layer GPT on {prompts} prompts: "
+          f"{time.perf_counter() - start:.1f} s", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tiny", action="store_true", help="toy sizes, any device: checks the script itself")
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--peak-tflops", type=float, default=H200_BF16_TFLOPS,
+                        help="the device's dense bf16 peak, for MFU")
+    args = parser.parse_args()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    name = torch.cuda.get_device_name(0) if device.type == "cuda" else "CPU"
+    print(f"torch {torch.__version__} on {name}", flush=True)
+    training_steps(args, device)
+    probe_time(args, device)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""The ``icl-sim`` command line: tasks, train, eval, probes, theory and paper reproductions.
+
+Every failure a user can cause ends in one line ``Error: ...`` and exit status 2 (``errors``).
+Each command lives in the module named in its group's table and is imported only when it runs,
+so ``icl-sim --help`` (and ``repro --help``, ``theory --help``) starts without the numerical libraries.
+"""
+from __future__ import annotations
+
+import click
+
+from icl_sim.cli.errors import OneLineErrors
+from icl_sim.cli.lazy import LazyCommand, LazyGroup
+
+#: the environment variable behind ``icl-sim --threads``
+THREADS_ENVIRONMENT = "ICL_SIM_THREADS"
+
+COMMANDS = {
+    "tasks": LazyCommand("icl_sim.cli.listing:tasks_command", "List every task family with its parameters and "
+                         "defaults."),
+    "train": LazyCommand("icl_sim.cli.train:train_command", "Train a model on a task; writes config.json, "
+                         "checkpoint.pt and metrics.jsonl to --out."),
+    "eval": LazyCommand("icl_sim.cli.evaluate:eval_command", "Compare a trained run with its task's baselines: "
+                        "RUN_DIR/eval/results.{csv,json}, error_curve.png."),
+    "probe": LazyCommand("icl_sim.cli.probes:probe_command", "Match every layer of a trained model with steps of "
+                         "an algorithm."),
+    "probe-latent": LazyCommand("icl_sim.cli.probes:probe_latent_command", "Probe every layer's state at the "
+                                "final query for a latent (Akyürek et al.; Hewitt & Liang controls)."),
+    "compare-weights": LazyCommand("icl_sim.cli.probes:compare_weights_command", "Compare each layer of a "
+                                   "trained linear-attention run (lsa) with a step of (preconditioned) GD, one "
+                                   "per layer."),
+}
+REPRO_COMMANDS = {
+    "list": LazyCommand("icl_sim.cli.repro:repro_list", "Every reproduction: its name, paper, claim and "
+                        "quick-scale time (2-core CPU)."),
+    "run": LazyCommand("icl_sim.cli.repro:repro_run", "Run reproduction NAME (or --all): figure, results table "
+                       "and checks.json; exit 1 if a check fails."),
+    "gallery": LazyCommand("icl_sim.cli.repro:repro_gallery", "Regenerate the gallery: every reproduction at "
+                           "quick scale, its figure and checks in --figures/README.md."),
+}
+THEORY_COMMANDS = {
+    "list": LazyCommand("icl_sim.cli.theory:theory_list", "Every claim with its source."),
+    "show": LazyCommand("icl_sim.cli.theory:theory_show", "The derivation of claim NAME, step by step, ending "
+                        "with the final formula."),
+    "verify": LazyCommand("icl_sim.cli.theory:theory_verify", "Check claims NAMES (default: all) against "
+                          "numbers; exit 1 if any fails."),
+}
+SWEEP_COMMANDS = {
+    "run": LazyCommand("icl_sim.cli.sweep:sweep_run", "Train every run of grid SPEC (skipping finished runs, "
+                       "resuming interrupted ones); exit 1 if a job fails."),
+    "status": LazyCommand("icl_sim.cli.sweep:sweep_status_command", "Each run of the sweep in ROOT: done, running, "
+                          "failed or pending, with its steps and final loss."),
+}
+
+
+@click.group(cls=OneLineErrors, lazy_commands=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="icl-sim")
+@click.option("--threads", type=click.IntRange(min=1), envvar=THREADS_ENVIRONMENT, show_envvar=True,
+              help="CPU threads of this command's tensor kernels (default: one per core)")
+def cli(threads):
+    """icl-sim: train in-context learners and compare them with the algorithms theory predicts."""
+    if threads is not None:
+        from icl_sim.training import use_threads  # loaded already: the command's module imported it
+
+        use_threads(threads)
+
+
+@cli.group("repro", cls=LazyGroup, lazy_commands=REPRO_COMMANDS)
+def repro_group():
+    """Reproduce paper results end to end."""
+
+
+@cli.group("theory", cls=LazyGroup, lazy_commands=THEORY_COMMANDS)
+def theory_group():
+    """Theoretical claims: list them, show their derivations, verify them numerically."""
+
+
+@cli.group("sweep", cls=LazyGroup, lazy_commands=SWEEP_COMMANDS)
+def sweep_group():
+    """Grids of training runs as submitit jobs (local processes or SLURM), in directories named by config hash."""
+
+
+def main():
+    cli.main(prog_name="icl-sim")

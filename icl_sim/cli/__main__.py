@@ -1,0 +1,4 @@
+"""``python -m icl_sim.cli``: the ``icl-sim`` command, as a module (what a distributed launcher's ``-m`` runs)."""
+from icl_sim.cli import main
+
+main()

@@ -1,0 +1,65 @@
+"""``icl-sim sweep run | status``: a grid of training runs as submitit jobs, and where each run stands."""
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+
+import click
+
+from icl_sim.cli.directories import OutputDirectory
+from icl_sim.sweep import EXECUTORS, STATES, Executor, SweepFailed, read_spec, run_sweep, sweep_status
+
+executor_options = [
+    click.option("--executor", "kind", type=click.Choice(EXECUTORS), default="local", show_default=True,
+                 help="local: one process per run on this machine; slurm: one SLURM job per run "
+                      "(repro run: full scale only)"),
+    click.option("--partition", help="the SLURM partition (default: the cluster's)"),
+    click.option("--timeout-min", type=click.IntRange(min=1), default=24 * 60, show_default=True,
+                 help="minutes a job may run"),
+    click.option("--gpus", type=click.IntRange(min=0), help="GPUs per job  [default: 1 where CUDA is available, "
+                 "else 0]"),
+]
+
+
+def with_executor_options(command):
+    """Add the options that choose where runs execute; they reach the command as one ``executor``."""
+    @functools.wraps(command)
+    def build(kind, partition, timeout_min, gpus, **rest):
+        return command(executor=Executor(kind, partition, timeout_min, gpus), **rest)
+
+    for option in reversed(executor_options):
+        build = option(build)
+    return build
+
+
+@click.command("run")
+@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+@click.option("--out", "root", type=OutputDirectory(), help="sweep directory  [default: runs/SPEC's name]")
+@with_executor_options
+def sweep_run(spec, root, executor):
+    """Train every run of grid SPEC (skipping finished runs, resuming interrupted ones); exit 1 if a job fails."""
+
+    root = root or Path("runs") / Path(spec).stem
+    threads = click.get_current_context().find_root().params.get("threads")
+    try:
+        rows = run_sweep(read_spec(spec), root, executor, threads=threads)
+    except SweepFailed as error:
+        click.echo(f"Error: {error}", err=True)
+        sys.exit(1)
+    click.echo(f"{len(rows)} runs done; summary in {root / 'summary.csv'}")
+
+
+@click.command("status")
+@click.argument("root", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def sweep_status_command(root):
+    """Each run of the sweep in ROOT: done, running, failed or pending, with its steps and final loss."""
+
+    rows = sweep_status(root)
+    for row in rows:
+        values = ", ".join(f"{key}={value}" for key, value in row.items()
+                           if key not in ("run", "state", "steps", "final_loss"))
+        loss = "" if row["final_loss"] is None else f"  loss {row['final_loss']:.4g}"
+        click.echo(f"{row['run']}  {row['state']:<8} {row['steps']:>7} steps{loss}  {values}")
+    counts = [f"{sum(row['state'] == state for row in rows)} {state}" for state in STATES]
+    click.echo(", ".join(counts))

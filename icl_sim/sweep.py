@@ -1,0 +1,265 @@
+"""Sweeps: a grid of training runs, each in a directory named by its config's hash, run as submitit jobs.
+
+A spec (YAML or JSON) holds ``base``, the options of ``icl-sim train`` by field name (and its shortcuts
+``dim``, ``points``, ``layers``, ``loops``, ``loop_window``), and ``grid``, a list of values for each
+swept option; ``task_params.KEY`` and ``model_params.KEY`` sweep one task or model parameter::
+
+    base: {task: linear-regression, dim: 5, points: 11, steps: 2000, batch_size: 64}
+    grid: {lr: [0.001, 0.01], seed: [0, 1], task_params.noise: [0.0, 0.5]}
+
+Every combination is one run in ``ROOT/runs/HASH``, HASH the sha256 of its resolved TrainConfig's JSON,
+so a rerun finds its runs again: a finished one (a checkpoint at ``steps``) is skipped, an interrupted
+one resumes, bit for bit.  Runs execute through submitit (Raventós et al. key their runs the same way):
+its local executor, a pool of processes on this machine, or SLURM.  ``ROOT/sweep.json`` records the
+spec and its runs, ``ROOT/jobs.json`` each run's last job; :func:`sweep_status` reads them back.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import submitit
+import torch
+import yaml
+
+from icl_sim.atomic import write_text
+from icl_sim.config import TrainConfig
+from icl_sim.evaluation import write_table
+from icl_sim.models import InContextModel
+from icl_sim.plots import Curve, Panel, draw_figure
+from icl_sim.reports import train_config
+from icl_sim.run_io import CHECKPOINT_FILE, CONFIG_FILE, load_checkpoint, load_config, read_metrics
+from icl_sim.training import train, use_threads
+from icl_sim.validation import check_choice
+
+EXECUTORS = ("local", "slurm")
+#: ``icl-sim train``'s shortcuts for a task or model parameter, allowed in a spec beside TrainConfig's fields
+SHORTCUTS = ("dim", "points", "layers", "loops", "loop_window")
+#: what a run of a sweep can be: trained, training now (or queued), stopped before its end, never started
+STATES = ("done", "running", "failed", "pending")
+SPEC_FILE, JOBS_FILE, RUNS_FOLDER, JOBS_FOLDER = "sweep.json", "jobs.json", "runs", "jobs"
+
+
+class SweepFailed(RuntimeError):
+    """Some runs' jobs ended before their runs did."""
+
+
+@dataclass(frozen=True)
+class Executor:
+    """Where runs execute: ``local`` (one process per run on this machine) or ``slurm`` (one job per run), with
+    ``gpus_per_node`` GPUs per job (None: one where this machine has CUDA; submitit hides the others)."""
+
+    kind: str = "local"
+    partition: str | None = None
+    timeout_min: int = 24 * 60
+    gpus_per_node: int | None = None
+
+    def __post_init__(self):
+        check_choice("executor", self.kind, EXECUTORS)
+
+    def submitit(self, folder: Path) -> submitit.AutoExecutor:
+        """The submitit executor writing its job files to ``folder``."""
+        try:
+            executor = submitit.AutoExecutor(folder=folder, cluster=self.kind)
+        except RuntimeError as error:  # submitit's SLURM executor needs srun on PATH
+            raise ValueError(f"executor {self.kind!r} is not available here: {error}") from None
+        gpus = int(torch.cuda.is_available()) if self.gpus_per_node is None else self.gpus_per_node
+        executor.update_parameters(timeout_min=self.timeout_min, gpus_per_node=gpus)
+        if self.partition:
+            executor.update_parameters(slurm_partition=self.partition)
+        return executor
+
+
+def read_spec(path) -> dict[str, Any]:
+    """The ``base`` and ``grid`` of a YAML or JSON sweep spec, checked for shape."""
+    path = Path(path)
+    if path.suffix.lower() not in (".yaml", ".yml", ".json"):
+        raise ValueError(f"sweep spec must end in .yaml, .yml or .json; got {str(path)!r}")
+    parse = json.loads if path.suffix.lower() == ".json" else yaml.safe_load
+    try:
+        spec = parse(path.read_text())
+    except OSError as error:
+        raise ValueError(f"cannot read sweep spec {str(path)!r}: {error.strerror}") from None
+    except (yaml.YAMLError, json.JSONDecodeError) as error:
+        raise ValueError(f"cannot parse sweep spec {str(path)!r}: {' '.join(str(error).split())}") from None
+    if not isinstance(spec, Mapping) or set(spec) - {"base", "grid"}:
+        raise ValueError(f"sweep spec {str(path)!r} must be a mapping with the keys base and grid")
+    base, grid = spec.get("base") or {}, spec.get("grid") or {}
+    if not isinstance(base, Mapping) or not isinstance(grid, Mapping):
+        raise ValueError(f"sweep spec {str(path)!r}: base and grid must be mappings")
+    for key, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise ValueError(f"sweep spec {str(path)!r}: grid {key!r} must be a non-empty list of values")
+    return {"base": dict(base), "grid": dict(grid)}
+
+
+def expand_grid(spec: Mapping[str, Any]) -> list[tuple[dict[str, Any], TrainConfig]]:
+    """(swept values, resolved TrainConfig) for every combination of the grid, in the grid's order."""
+    grid = spec["grid"]
+    runs = []
+    for combination in itertools.product(*grid.values()):
+        values = dict(zip(grid, combination))
+        runs.append((values, resolved_config({**spec["base"]}, values)))
+    return runs
+
+
+def resolved_config(base: dict[str, Any], swept: Mapping[str, Any]) -> TrainConfig:
+    """``base`` with the ``swept`` values set (``task_params.KEY`` / ``model_params.KEY`` key by key), as
+    ``icl-sim train`` resolves it."""
+    values = {**base, **{key: value for key, value in swept.items() if "." not in key}}
+    for key, value in swept.items():
+        if "." in key:
+            group, name = key.split(".", 1)
+            check_choice("grid key prefix", group, ("task_params", "model_params"))
+            values[group] = {**values.get(group, {}), name: value}
+    shortcuts = {name: values.pop(name) for name in SHORTCUTS if name in values}
+    return train_config(values, **shortcuts)
+
+
+def run_id(config: TrainConfig) -> str:
+    """The name of ``config``'s run directory: the first 12 hex digits of the sha256 of its JSON."""
+    return hashlib.sha256(config.to_json().encode()).hexdigest()[:12]
+
+
+def trained_steps(run_dir: Path) -> int:
+    """The steps the run in ``run_dir`` has checkpointed (0 if none)."""
+    return load_checkpoint(run_dir)["step"] if (run_dir / CHECKPOINT_FILE).is_file() else 0
+
+
+def train_remaining(config: TrainConfig, run_dir, threads: int | None = None,
+                    log_extra: Callable[[InContextModel], dict] | None = None) -> None:
+    """A job: train ``config`` in ``run_dir`` to its end, from scratch or resumed from its last checkpoint."""
+    run_dir = Path(run_dir)
+    if threads is not None:
+        use_threads(threads)
+    started = (run_dir / CONFIG_FILE).is_file()
+    if not started or trained_steps(run_dir) < config.steps:
+        train(config, run_dir, resume=started, progress=False, log_extra=log_extra)
+
+
+def execute_runs(runs: Mapping[str, tuple[TrainConfig, Path]], executor: Executor, root, *,
+                 threads: int | None = None, log_extra: Callable[[InContextModel], dict] | None = None) -> None:
+    """Submit every unfinished run of ``runs`` (key -> (config, run directory)) as a job and wait for them all.
+
+    Job files go to ``root/jobs``, each run's job to ``root/jobs.json``.  Raises SweepFailed, once every
+    job has ended, if any ended before its run did.
+    """
+    root = Path(root)
+    pending = {key: run for key, run in runs.items() if trained_steps(run[1]) < run[0].steps}
+    if not pending:
+        return
+    submitter = executor.submitit(root / JOBS_FOLDER)
+    with submitter.batch():
+        jobs = {key: submitter.submit(train_remaining, config, run_dir, threads, log_extra)
+                for key, (config, run_dir) in pending.items()}
+    record_jobs(root, {key: {"executor": executor.kind, "job_id": job.job_id} for key, job in jobs.items()})
+    failures = {}
+    for key, job in jobs.items():
+        try:
+            job.result()
+        except Exception as error:  # a job's failure is reported by run; the others still finish
+            failures[key] = f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
+    if failures:
+        key, error = next(iter(failures.items()))
+        raise SweepFailed(f"{len(failures)} of {len(runs)} runs failed, e.g. {key}: {error} (job logs in "
+                          f"{root / JOBS_FOLDER}); run again to resume them")
+
+
+def record_jobs(root: Path, jobs: Mapping[str, dict]) -> None:
+    """Add ``jobs`` (run -> executor and job id) to ``root/jobs.json``, atomically."""
+    write_text(root / JOBS_FILE, json.dumps({**read_json(root / JOBS_FILE), **jobs}, indent=2) + "\n")
+
+
+def run_sweep(spec: Mapping[str, Any], root, executor: Executor = Executor(), *, threads: int | None = None) -> list:
+    """Run the grid of ``spec`` in ``root`` (skipping finished runs, resuming interrupted ones), wait for its
+    jobs, and write the summary; returns :func:`sweep_status`'s rows.  Raises SweepFailed if a job failed."""
+    root = Path(root)
+    expanded = expand_grid(spec)
+    runs = {run_id(config): (config, root / RUNS_FOLDER / run_id(config)) for _, config in expanded}
+    write_text(root / SPEC_FILE, json.dumps({"spec": spec, "runs": [{"id": run_id(config), "values": values}
+                                                                     for values, config in expanded]}, indent=2) + "\n")
+    try:
+        execute_runs(runs, executor, root, threads=threads)
+    finally:
+        rows = sweep_status(root)
+        write_summary(root, rows)
+    return rows
+
+
+def sweep_status(root) -> list[dict]:
+    """One row per run of the sweep in ``root``: its id, swept values, state (STATES), steps and final loss."""
+    root = Path(root)
+    if not (root / SPEC_FILE).is_file():
+        raise ValueError(f"{str(root)!r} holds no sweep (no {SPEC_FILE}); run `icl-sim sweep run SPEC --out ROOT`")
+    jobs = read_json(root / JOBS_FILE)
+    rows = []
+    for run in read_json(root / SPEC_FILE)["runs"]:
+        run_dir = root / RUNS_FOLDER / run["id"]
+        steps = trained_steps(run_dir)
+        config = load_config(run_dir) if (run_dir / CONFIG_FILE).is_file() else None
+        metrics = read_metrics(run_dir)
+        state = _state(config, steps, jobs.get(run["id"]), root / JOBS_FOLDER)
+        rows.append({"run": run["id"], **run["values"], "state": state,
+                     "steps": steps, "final_loss": metrics[-1]["loss"] if metrics else None})
+    return rows
+
+
+def _state(config: TrainConfig | None, steps: int, job: Mapping[str, str] | None, folder: Path) -> str:
+    if config is not None and steps >= config.steps:
+        return "done"
+    if job is None:
+        return "pending"
+    return "running" if _job_alive(job, folder) else "failed"
+
+
+def _job_alive(job: Mapping[str, str], folder: Path) -> bool:
+    """Whether a run's job is still queued or running: its process on this machine, or its SLURM state."""
+    if job["executor"] == "slurm":
+        return submitit.SlurmJob(folder=folder, job_id=job["job_id"]).state in ("PENDING", "RUNNING", "REQUEUED",
+                                                                              "CONFIGURING", "COMPLETING")
+    pid = int(job["job_id"])  # a local job's id is the process id of its controller on this machine
+    try:
+        os.kill(pid, 0)  # signal 0: does the process exist?
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        return True
+    stat = Path(f"/proc/{pid}/stat")  # Linux: a process that exited but is not yet reaped is a zombie, state Z
+    return not stat.is_file() or stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def write_summary(root: Path, rows: list[dict]) -> list[Path]:
+    """``summary.{csv,json}`` (the rows) and, once a run is done, ``summary.{png,pdf}``: final loss against the
+    first swept option, one line per combination of the others.  Written atomically into ``root``."""
+    paths = list(write_table(rows, root, "summary"))
+    swept = list(read_json(root / SPEC_FILE)["spec"]["grid"])
+    done = [row for row in rows if row["state"] == "done" and row["final_loss"] is not None]
+    if not done:
+        return paths
+    first, others = (swept[0], swept[1:]) if swept else ("run", [])
+    lines: dict[str, list[tuple[Any, float]]] = {}
+    for row in done:
+        label = ", ".join(f"{key}={row[key]}" for key in others) or "final loss"
+        lines.setdefault(label, []).append((row[first], row["final_loss"]))
+    values = list({json.dumps(row[first]): row[first] for row in rows}.values())  # in grid order, lists too
+    numeric = all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in values)
+    curves = [Curve(label, *zip(*sorted((value if numeric else values.index(value), loss) for value, loss in points)))
+              for label, points in lines.items()]
+    xlabel = first if numeric else f"{first} (position in grid: {', '.join(map(str, values))})"
+    caption = f"final training loss of the {len(done)} finished runs of the sweep in {root.name}"
+    return paths + draw_figure(root / "summary", [Panel(xlabel, "final training loss", curves)], caption)
+
+
+def read_json(path: Path) -> dict:
+    """The JSON object in ``path``; an empty one if there is no file."""
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not valid JSON ({error}); restore or delete it") from None

@@ -1,0 +1,158 @@
+"""Sweeps end to end through submitit's local executor: runs by config hash, skipped when done, resumed when killed."""
+import dataclasses
+import hashlib
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import submitit
+import yaml
+from click.testing import CliRunner
+
+import icl_sim.cli as cli_module
+from icl_sim.cli import cli
+from icl_sim.config import TrainConfig
+from icl_sim.paper_repro import von_oswald_2023
+from icl_sim.paper_repro.runner import run_reproduction
+from icl_sim.run_io import load_checkpoint, load_config, read_metrics
+from icl_sim.sweep import (JOBS_FILE, Executor, SweepFailed, expand_grid, read_spec, run_sweep, sweep_status,
+                           trained_steps)
+from icl_sim.training import train
+from tiny_runs import assert_identical
+
+BASE = {"dim": 2, "points": 5, "batch_size": 8, "device": "cpu", "log_every": 5, "checkpoint_every": 10}
+
+
+def write_spec(path: Path, base: dict, grid: dict) -> Path:
+    dump = json.dumps if path.suffix == ".json" else yaml.safe_dump
+    path.write_text(dump({"base": base, "grid": grid}))
+    return path
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, ["--threads", "1", *args])
+
+
+@pytest.mark.slow
+def test_a_grid_runs_as_jobs_and_a_killed_worker_resumes_bit_for_bit(tmp_path):
+    """A 2 × 2 grid through the local executor; one worker is killed (SIGKILL) mid-run: its run is failed, the
+    next `sweep run` resumes it alone and it ends equal to an uninterrupted run; a third skips every run."""
+    spec = write_spec(tmp_path / "grid.yaml", {**BASE, "steps": 400}, {"lr": [0.01, 0.05], "seed": [0, 1]})
+    root = tmp_path / "sweep"
+    failure = []
+    worker = threading.Thread(target=lambda: failure.append(pytest.raises(SweepFailed, run_sweep, read_spec(spec),
+                                                                          root, threads=1)))
+    worker.start()
+    killed = wait_for(lambda: [path for path in (root / "runs").glob("*")
+                               if (path / "checkpoint.pt").exists() and (root / JOBS_FILE).exists()])
+    assert {row["run"]: row["state"] for row in sweep_status(root)}[killed.name] == "running"
+    controller = json.loads((root / JOBS_FILE).read_text())[killed.name]["job_id"]
+    (training,) = Path(f"/proc/{controller}/task/{controller}/children").read_text().split()
+    os.kill(int(training), signal.SIGKILL)
+    worker.join(timeout=120)
+    assert failure and "1 of 4 runs failed" in str(failure[0].value)
+    assert 0 < trained_steps(killed) < 400
+    status = invoke("sweep", "status", str(root))
+    assert status.exit_code == 0 and status.output.splitlines()[-1] == "3 done, 0 running, 1 failed, 0 pending"
+    assert f"{killed.name}  failed" in status.output
+
+    jobs = json.loads((root / JOBS_FILE).read_text())
+    result = invoke("sweep", "run", str(spec), "--out", str(root))
+    assert result.exit_code == 0, result.output
+    resubmitted = json.loads((root / JOBS_FILE).read_text())
+    assert [name for name in jobs if resubmitted[name] != jobs[name]] == [killed.name]
+    status = invoke("sweep", "status", str(root))
+    assert status.output.splitlines()[-1] == "4 done, 0 running, 0 failed, 0 pending"
+    again = invoke("sweep", "run", str(spec), "--out", str(root))
+    assert again.exit_code == 0 and json.loads((root / JOBS_FILE).read_text()) == resubmitted  # nothing submitted
+
+    for lr in (0.01, 0.05):
+        for seed in (0, 1):  # each directory is the hash of the config that `icl-sim train` would build
+            config = TrainConfig(task_params={"dim": 2, "points": 5}, steps=400, batch_size=8, lr=lr, seed=seed,
+                                 device="cpu", log_every=5, checkpoint_every=10)
+            run_dir = root / "runs" / hashlib.sha256(config.to_json().encode()).hexdigest()[:12]
+            assert load_config(run_dir) == config and load_checkpoint(run_dir)["step"] == 400
+            if run_dir == killed:
+                reference = train(config, tmp_path / "straight", progress=False)
+                assert_identical(load_checkpoint(run_dir)["model"], reference.state_dict())
+                assert read_metrics(run_dir) == read_metrics(tmp_path / "straight")
+    summary = json.loads((root / "summary.json").read_text())
+    assert {(row["lr"], row["seed"]) for row in summary} == {(0.01, 0), (0.01, 1), (0.05, 0), (0.05, 1)}
+    for row in summary:
+        assert row["final_loss"] == read_metrics(root / "runs" / row["run"])[-1]["loss"]
+    assert (root / "summary.png").stat().st_size > 10_000 and (root / "summary.csv").is_file()
+
+
+def wait_for(found, timeout=60.0):
+    """The first item of ``found()`` once it has one (polled every 10 ms)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        items = found()
+        if items:
+            return items[0]
+        time.sleep(0.01)
+    raise TimeoutError("nothing appeared")
+
+
+@pytest.mark.slow
+def test_a_full_scale_reproduction_trains_its_runs_as_jobs(tmp_path, monkeypatch):
+    """A fake "full" scale of smoke size: every run becomes a submitit job, then the reproduction measures them.
+
+    The jobs run in this process (submitit's debug executor): the local executor's processes are tested above.
+    """
+    monkeypatch.setattr(Executor, "submitit", lambda self, folder: submitit.AutoExecutor(folder, cluster="debug"))
+    smoke = dataclasses.replace(von_oswald_2023.REPRODUCTION,
+                                scales={**von_oswald_2023.REPRODUCTION.scales,
+                                        "full": von_oswald_2023.REPRODUCTION.scales["smoke"]})
+    checks = run_reproduction(smoke, "full", tmp_path, device="cpu", progress=False, executor=Executor("local"))
+    jobs = json.loads((tmp_path / JOBS_FILE).read_text())
+    runs = von_oswald_2023.REPRODUCTION.runs(von_oswald_2023.REPRODUCTION.scales["smoke"])
+    assert sorted(jobs) == sorted(f"{name}/seed-0" for name in runs)
+    assert all(load_checkpoint(tmp_path / "runs" / name / "seed-0")["step"] == config.steps
+               for name, config in runs.items())
+    assert checks and (tmp_path / "checks.json").is_file()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("grid: {lr: 0.1}", "grid 'lr' must be a non-empty list"),
+    ("base: {lr: 0.1}\nsteps: 3", "must be a mapping with the keys base and grid"),
+    ("grid: [1, 2]", "base and grid must be mappings"),
+    ("base: {lr: [", "cannot parse sweep spec"),
+])
+def test_a_malformed_spec_is_one_line_naming_it(tmp_path, text, message):
+    (tmp_path / "spec.yaml").write_text(text)
+    with pytest.raises(ValueError, match=message):
+        read_spec(tmp_path / "spec.yaml")
+
+
+def test_bad_values_are_refused_before_anything_runs(tmp_path):
+    for grid, message in [({"lr": [-1.0]}, "lr"), ({"task_params.noise": [-1.0]}, "noise"),
+                          ({"warp": [1]}, "warp"), ({"other.noise": [0.1]}, "grid key prefix")]:
+        spec = write_spec(tmp_path / "spec.json", {**BASE, "steps": 5}, grid)
+        result = invoke("sweep", "run", str(spec), "--out", str(tmp_path / "sweep"))
+        assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+        assert not (tmp_path / "sweep").exists()
+    result = invoke("sweep", "status", str(tmp_path))
+    assert result.exit_code == 2 and "holds no sweep" in result.output
+
+
+def test_a_swept_task_parameter_and_shortcut_reach_the_config():
+    spec = {"base": {**BASE, "steps": 5}, "grid": {"task_params.noise": [0.0, 0.5], "points": [5, 7]}}
+    configs = [config for _, config in expand_grid(spec)]
+    assert [(c.task_params["noise"], c.task_params["points"]) for c in configs] == [(0.0, 5), (0.0, 7), (0.5, 5),
+                                                                                     (0.5, 7)]
+
+
+def test_slurm_is_refused_where_there_is_no_cluster(tmp_path):
+    with pytest.raises(ValueError, match="executor 'slurm' is not available here"):
+        Executor("slurm", partition="gpu").submitit(tmp_path)
+
+
+def test_lazy_help_is_the_commands_own():
+    for name, lazy in cli_module.SWEEP_COMMANDS.items():
+        command = lazy.load()
+        assert command.name == name and lazy.help == command.get_short_help_str(limit=1000)
