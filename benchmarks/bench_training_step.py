@@ -240,7 +240,7 @@ def main() -> None:
             compare("lsa", batch, args.repeats)
     needs_transformers = {"gpt"} & set(parts)
     if needs_transformers and importlib.util.find_spec("transformers") is None:
-        print("gpt: skipped, HuggingFace transformers is not installed (pip install -e ".[bench]")")
+        print("gpt: skipped, HuggingFace transformers is not installed (pip install -e '.[bench]')")
     elif needs_transformers:
         compare("gpt", 64, args.repeats)
     if "compile" in parts:
