@@ -23,7 +23,8 @@ from icl_sim.predictor import Predictor
 from icl_sim.prompt import Prompt
 from icl_sim.seeding import make_generator
 from icl_sim.tasks.base import check_task
-from icl_sim.validation import check_choice, check_device, check_int
+from icl_sim.tensor_validation import check_device
+from icl_sim.validation import check_choice, check_int
 
 EVAL_STREAM = "eval"
 

@@ -30,3 +30,14 @@ def make_generator(seed: int, stream: str, index: int = 0, device="cpu", shard: 
     generator = torch.Generator(device=torch.device(device))
     generator.manual_seed(derive_seed(seed, stream, index, shard))
     return generator
+
+
+def seed_global_generators(seed: int, device) -> None:
+    """Seed torch's global generators on ``device`` (CPU, and the current CUDA device's there), as dropout reads.
+
+    ``torch.manual_seed`` does the same for every accelerator torch knows, queueing each lazily with a
+    captured stack trace: called once per training step, that cost 15 % of a small model's step.
+    """
+    torch.default_generator.manual_seed(seed)
+    if torch.device(device).type == "cuda":
+        torch.cuda.manual_seed(seed)

@@ -34,7 +34,8 @@ from icl_sim.models import InContextModel
 from icl_sim.plots import Curve, Panel, draw_figure
 from icl_sim.reports import train_config
 from icl_sim.run_io import CHECKPOINT_FILE, CONFIG_FILE, load_checkpoint, load_config, read_metrics
-from icl_sim.training import train, use_threads
+from icl_sim.threads import use_threads
+from icl_sim.training import train
 from icl_sim.validation import check_choice
 
 EXECUTORS = ("local", "slurm")
@@ -135,8 +136,7 @@ def train_remaining(config: TrainConfig, run_dir, threads: int | None = None,
                     log_extra: Callable[[InContextModel], dict] | None = None) -> None:
     """A job: train ``config`` in ``run_dir`` to its end, from scratch or resumed from its last checkpoint."""
     run_dir = Path(run_dir)
-    if threads is not None:
-        use_threads(threads)
+    use_threads(threads)
     started = (run_dir / CONFIG_FILE).is_file()
     if not started or trained_steps(run_dir) < config.steps:
         train(config, run_dir, resume=started, progress=False, log_extra=log_extra)

@@ -26,9 +26,8 @@ from icl_sim.models import InContextModel
 from icl_sim.prompt import Prompt
 from icl_sim.run_io import (CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, build_run_model, load_checkpoint, load_config,
                             load_model_state, save_checkpoint, save_config, truncate_metrics)
-from icl_sim.seeding import derive_seed, make_generator
+from icl_sim.seeding import derive_seed, make_generator, seed_global_generators
 from icl_sim.tasks import Task, make_task
-from icl_sim.validation import check_int
 
 
 class TrainingDiverged(RuntimeError):
@@ -37,20 +36,6 @@ class TrainingDiverged(RuntimeError):
 
 #: a logged loss this many times the loss of step 0 is warned about, once per call of ``train``
 LOSS_GROWTH_WARNING = 1e3
-
-#: the environment variable behind ``icl-sim --threads``
-THREADS_ENVIRONMENT = "ICL_SIM_THREADS"
-
-
-def use_threads(count: int) -> None:
-    """Run torch's CPU kernels on ``count`` intra-op threads.
-
-    torch starts one per core; the small models and baselines of this field are often faster on one
-    thread, many times so on a machine whose cores are shared (benchmarks/RESULTS.md).
-    """
-    check_int("threads", count, 1)
-    torch.set_num_threads(count)
-
 
 def resolve_device(name: str) -> torch.device:
     """``auto`` picks CUDA when available; asking for CUDA without it is an error."""
@@ -332,7 +317,7 @@ def _run_steps(model, optimizer, scheduler, task, config, run_dir, device, state
     try:
         for step in range(log.start, config.steps):
             prompt = training_batch(task, config, step, device)
-            torch.manual_seed(derive_seed(config.seed, "dropout", step))
+            seed_global_generators(derive_seed(config.seed, "dropout", step), device)
             with autocast_context(config, device):
                 loss = task_loss(trained, prompt, task, config.loss_on, step)
             optimizer.zero_grad(set_to_none=True)

@@ -1,9 +1,8 @@
-"""One-line checks that turn bad parameters into ``ValueError`` naming the parameter."""
+"""One-line checks that turn bad parameters into ``ValueError`` naming the parameter (plain values; torch
+objects are checked in ``icl_sim.tensor_validation``, so that the CLI can validate without loading torch)."""
 from __future__ import annotations
 
 import math
-
-import torch
 
 
 def check_int(name: str, value, minimum: int = 0, maximum: int | None = None, *,
@@ -45,28 +44,3 @@ def check_choice(name: str, value, choices) -> None:
     """Require ``value`` to be one of ``choices``, of the same type (so 2.0 is not the choice 2, nor True 1)."""
     if not any(type(value) is type(choice) and value == choice for choice in choices):
         raise ValueError(f"{name} must be one of {', '.join(map(str, choices))}; got {value!r}")
-
-
-def check_generator(name: str, value) -> None:
-    """Require a ``torch.Generator``: every sampler draws from an explicit one (``icl_sim.seeding``)."""
-    if not isinstance(value, torch.Generator):
-        raise ValueError(f"{name} must be a torch.Generator (icl_sim.seeding.make_generator), "
-                         f"got {type(value).__name__}")
-
-
-def check_float_dtype(name: str, value) -> None:
-    """Require a floating-point ``torch.dtype`` (float32, float64, ...)."""
-    if not isinstance(value, torch.dtype) or not value.is_floating_point:
-        raise ValueError(f"{name} must be a floating-point torch.dtype such as torch.float32, got {value!r}")
-
-
-def check_device(name: str, value) -> torch.device:
-    """``value`` as a ``torch.device`` that this machine has, else ``ValueError`` naming ``name``."""
-    try:
-        device = torch.device(value)
-    except (RuntimeError, TypeError):
-        raise ValueError(f"{name} must be a device such as 'cpu' or 'cuda', got {value!r}") from None
-    if device.type == "cuda" and (not torch.cuda.is_available()
-                                  or (device.index or 0) >= torch.cuda.device_count()):
-        raise ValueError(f"{name} {value!r} is not available on this machine")
-    return device

@@ -8,7 +8,8 @@ import torch
 
 from icl_sim.predictor import Predictor
 from icl_sim.prompt import Prompt
-from icl_sim.validation import check_float_dtype, check_generator, check_int
+from icl_sim.tensor_validation import check_float_dtype, check_generator
+from icl_sim.validation import check_int
 
 
 class Task(Protocol):

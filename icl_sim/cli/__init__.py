@@ -55,13 +55,12 @@ SWEEP_COMMANDS = {
 @click.group(cls=OneLineErrors, lazy_commands=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="icl-sim")
 @click.option("--threads", type=click.IntRange(min=1), envvar=THREADS_ENVIRONMENT, show_envvar=True,
-              help="CPU threads of this command's tensor kernels (default: one per core)")
+              help="CPU threads of this command's tensor kernels [default: the cores other work leaves idle]")
 def cli(threads):
     """icl-sim: train in-context learners and compare them with the algorithms theory predicts."""
-    if threads is not None:
-        from icl_sim.training import use_threads  # loaded already: the command's module imported it
+    from icl_sim.threads import use_threads
 
-        use_threads(threads)
+    use_threads(threads)
 
 
 @cli.group("repro", cls=LazyGroup, lazy_commands=REPRO_COMMANDS)
