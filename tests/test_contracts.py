@@ -426,12 +426,13 @@ def test_model_in_float64_agrees_with_float32(name, params, task_case):
     torch.testing.assert_close(doubles[-1].float(), single, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("name, params, task_case", MODEL_CASES, ids=MODEL_IDS)
-def test_model_does_not_peek_and_reads_its_context(name, params, task_case, dtype):
+def test_model_does_not_peek_and_reads_its_context(name, params, task_case, dtype, device):
     model, task = _model(name, params, task_case)
-    model = model.to(dtype)
-    prompt = task.sample(3, make_generator(3, "eval"), dtype=torch.float64)
+    model = model.to(device=device, dtype=dtype)
+    prompt = task.sample(3, make_generator(3, "eval", device=device), dtype=torch.float64)
     atol = 1e-6 if dtype == torch.float32 else 1e-12
     assert_no_peek(model, prompt.xs, prompt.ys, atol=atol)
     if dtype != torch.float64 or not model.reads_context:  # a plain network predicts from the query alone
@@ -467,7 +468,7 @@ def test_model_invalid_sizes_name_themselves(name, arguments, keywords, named):
 
 # == resuming a training run ===========================================================================
 
-def _resume_config(name: str) -> TrainConfig:
+def _resume_config(name: str, device: str = "cpu") -> TrainConfig:
     """20 steps of a small ``name`` (dropout on where the family has it), checkpoints every 10."""
     params = dict(MODEL_VARIANTS.get(name, [{}])[0])
     if "dropout" in {field.name for field in dataclasses.fields(MODELS[name].Config)}:
@@ -475,12 +476,13 @@ def _resume_config(name: str) -> TrainConfig:
     task, task_params = MODEL_TASKS.get(name, MODEL_REGRESSION)
     return TrainConfig(task=task, task_params={**task_params, "dim": 3, "points": 6}, model=name,
                        model_params=params, steps=20, batch_size=16, lr=1e-2, lr_schedule="cosine", warmup_steps=3,
-                       loss_on="all", device="cpu", log_every=5, checkpoint_every=10)
+                       loss_on="all", device=device, log_every=5, checkpoint_every=10)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", list(MODELS))
-def test_resume_after_ctrl_c_is_bit_identical(tmp_path, name):
-    config = _resume_config(name)
+def test_resume_after_ctrl_c_is_bit_identical(tmp_path, name, device):
+    config = _resume_config(name, device)
     reference = parameters(train(config, tmp_path / "straight", progress=False))
     with pytest.raises(KeyboardInterrupt):
         train(config, tmp_path / "resumed", progress=False, log_extra=stop_at(15, KeyboardInterrupt()))

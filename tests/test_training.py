@@ -14,7 +14,7 @@ from tiny_runs import Stop, assert_identical, parameters, stop_at
 from icl_sim.config import Curriculum, TrainConfig
 from icl_sim import training
 from icl_sim.run_io import CONFIG_FILE, METRICS_FILE, load_checkpoint, load_config, load_run, read_metrics
-from icl_sim.training import LOSS_GROWTH_WARNING, TrainingDiverged, learning_rate_factor, train
+from icl_sim.training import LOSS_GROWTH_WARNING, TrainingDiverged, learning_rate_factor, make_optimizer, train
 
 
 def tiny_config(**changes):
@@ -198,3 +198,11 @@ def test_adam_gets_the_configured_betas_and_eps(tmp_path):
 def test_bad_config_names_the_parameter(field, value):
     with pytest.raises(ValueError, match=field):
         tiny_config(**{field: value})
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA")
+@pytest.mark.parametrize("optimizer", ["adam", "adamw"])
+def test_adam_is_fused_on_cuda_and_not_on_cpu(optimizer):
+    config = TrainConfig(optimizer=optimizer)
+    assert make_optimizer(torch.nn.Linear(3, 1).cuda(), config).defaults["fused"] is True
+    assert not make_optimizer(torch.nn.Linear(3, 1), config).defaults["fused"]
