@@ -370,3 +370,44 @@ def test_parse_parameters_types_and_errors():
     assert table["dim"][:2] == ("int", 20) and table["noise"][:2] == ("float", 0.0)
     assert table["spectrum"][1] is None and table["spectrum"][2]
     assert all(help_text for _, _, help_text in table.values())
+
+
+def identity_prompt_the_old_way(task: LinearRegression, batch: int, seed: int, dtype: torch.dtype):
+    """``sample`` for Σ = I as it was before it skipped the identity's matrix products: x = z·I, Σ = s_z² (I·1)Iᵀ,
+    w = I (g / s_z) under the inverse-covariance prior, y = einsum(x, w) + σ ε; the reference for bit-identity."""
+    generator, d, n = torch.Generator().manual_seed(seed), task.dim, task.points
+    options = dict(generator=generator, dtype=dtype)
+    if task.x_distribution == "gaussian":
+        z = torch.randn(batch, n, d, **options)
+    else:
+        z = (2 * torch.rand(batch, n, d, **options) - 1) * task.x_bound
+    eigs, rotation = torch.ones(d, dtype=dtype), torch.eye(d, dtype=dtype).expand(batch, d, d)
+    covariance = task.z_variance * (rotation * eigs) @ rotation.transpose(1, 2)
+    if task.weight_prior == "inverse-covariance":
+        g = task.prior_scale * torch.randn(batch, d, **options)
+        w = torch.einsum("bij,bj->bi", rotation, g / (task.z_variance * eigs).sqrt())
+    else:
+        w = task.prior_scale * torch.randn(batch, d, **options)
+    ys = torch.einsum("bnd,bd->bn", z, w) + task.noise * torch.randn(batch, n, **options)
+    return z, ys, w, covariance
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("params", [{}, {"x_distribution": "uniform", "x_bound": 0.5, "noise": 0.3,
+                                         "weight_prior": "inverse-covariance"}])
+def test_identity_covariance_prompts_are_bit_identical_to_the_old_formula(params, dtype):
+    task = LinearRegression(dim=20, points=41, **params)
+    prompt = task.sample(64, torch.Generator().manual_seed(3), dtype=dtype)
+    xs, ys, w, covariance = identity_prompt_the_old_way(task, 64, 3, dtype)
+    for ours, reference in [(prompt.xs, xs), (prompt.ys, ys), (prompt.latent["w"], w),
+                            (prompt.latent["covariance"], covariance)]:
+        assert ours.shape == reference.shape and torch.equal(ours, reference)
+
+
+@pytest.mark.parametrize("params", [{}, {"condition_number": 10.0}, {"spectrum": (3.0, 1.0, 0.5), "rotation": "fixed"},
+                                    {"pool_size": 4}, {"weight_prior": "inverse-covariance", "condition_number": 4.0}])
+def test_labels_are_the_einsum_of_inputs_and_weights_bit_for_bit(params):
+    """ys = xᵀw is computed by bmm, which gives exactly einsum's numbers (the formula it always had)."""
+    task = LinearRegression(dim=3, points=9, **params)
+    prompt = task.sample(50, torch.Generator().manual_seed(1))
+    assert torch.equal(prompt.ys, torch.einsum("bnd,bd->bn", prompt.xs, prompt.latent["w"]))

@@ -351,7 +351,9 @@ class LinearSelfAttention(InContextModel):
             value, key_query = values[layer], key_queries[layer]
             keyed = torch.einsum("hkl,...l->...hk", key_query, query)  # Q_h z per head
             attended = torch.einsum("...jk,...hk->...hj", gamma, keyed)  # Γ Q_h z
-            update = torch.einsum("hij,...hj->...i", value, attended)  # Σ_h P_h Γ Q_h z
+            # Σ_h P_h Γ Q_h z as the product einsum makes of it, (..., h·j) @ (h·j, i), written out: its backward
+            # gives ``attended`` a contiguous gradient, not einsum's transposed one, which bmm copies per matrix
+            update = attended.flatten(-2) @ value.permute(1, 0, 2).flatten(1).mT
             if layer + 1 < self.config.layers:
                 step = torch.einsum("hij,...jk,hkl->...il", value, gamma, key_query)
                 step = step + torch.eye(self.dim + self.target_dim, device=query.device, dtype=query.dtype)
