@@ -49,10 +49,10 @@ def timed(function) -> float:
     return time.perf_counter() - start
 
 
-def measure(config: TrainConfig, runs: int, steps: int, repeats: int) -> dict[str, float]:
+def measure(config: TrainConfig, runs: int, steps: int, repeats: int, device: str = "cpu") -> dict[str, float]:
     """Median wall seconds of the ensemble, the sequential runs, their sampling alone and one wide run,
-    interleaved, after one warm-up each."""
-    configs = [dataclasses.replace(config, seed=seed, steps=steps, batch_size=64, device="cpu",
+    interleaved, after one warm-up each (each ends with a checkpoint, which waits for the device)."""
+    configs = [dataclasses.replace(config, seed=seed, steps=steps, batch_size=64, device=device,
                                    checkpoint_every=steps) for seed in range(runs)]
     wide_config = dataclasses.replace(configs[0], batch_size=64 * runs)
     tasks = [make_task(run_config.task, **run_config.task_params) for run_config in configs]
@@ -73,7 +73,7 @@ def measure(config: TrainConfig, runs: int, steps: int, repeats: int) -> dict[st
         def sampling():
             for step in range(steps):
                 for task, run_config in zip(tasks, configs):
-                    training_batch(task, run_config, step, torch.device("cpu"))
+                    training_batch(task, run_config, step, torch.device(device))
 
         def wide():
             train(wide_config, directories()[0], progress=False)

@@ -10,12 +10,16 @@ Sections (one printed line each):
   FLOPs per step are counted by torch's own ``FlopCounterMode`` (forward + backward matmuls and
   attention), and MFU is achieved FLOP/s over the device's dense bf16 peak (``--peak-tflops``).
 - the probe of a 12-layer GPT on 4,096 prompts (``icl_sim.probing.probe``, GD, shared step size).
+- ensembles: K = 8 runs as one batched computation against the 8 runs one after another
+  (``bench_ensemble.measure``, one-layer LSAs and tiny GPTs), the throughput ratio.
 """
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -25,6 +29,9 @@ from icl_sim.models import build_model
 from icl_sim.probing import probe
 from icl_sim.tasks import make_task
 from icl_sim.training import make_optimizer, task_loss, training_batch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_ensemble import CASES, measure  # noqa: E402
 
 #: dense bf16 peak of an H100/H200 SXM in TFLOP/s (NVIDIA's data sheet, without sparsity)
 H200_BF16_TFLOPS = 989.0
@@ -111,6 +118,16 @@ def probe_time(args, device: torch.device) -> None:
           f"{time.perf_counter() - start:.1f} s", flush=True)
 
 
+def ensemble_throughput(args, device: torch.device) -> None:
+    runs, steps = (2, 3) if args.tiny else (8, 50)
+    for label, config in CASES.items():
+        if "loss on all" in label or "1 x 32" in label:
+            continue
+        seconds = measure(config, runs, steps, repeats=1 if args.tiny else 3, device=device.type)
+        print(f"ensemble of {runs}, {label}: {seconds['sequential'] / seconds['ensemble']:.2f}x the throughput of "
+              f"{runs} sequential runs ({runs * steps / seconds['ensemble']:.0f} run-steps/s)", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="toy sizes, any device: checks the script itself")
@@ -124,6 +141,7 @@ def main() -> None:
     print(f"torch {torch.__version__} on {name}", flush=True)
     training_steps(args, device)
     probe_time(args, device)
+    ensemble_throughput(args, device)
 
 
 if __name__ == "__main__":
