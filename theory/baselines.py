@@ -23,8 +23,9 @@ from .prefix import (as_float64, context_mask, context_statistics, label_moments
 ORACLE_MIN_LAMBDA = 1e-12
 #: OLS splits the batch so that its (B, N, N, d) masked designs stay under this many bytes.
 CHUNK_BYTES = 2 ** 28
-#: Ridge and the GD family split the batch so that each all-prefix (B, N, d, d) tensor stays under this many bytes
-PREFIX_CHUNK_BYTES = 2 ** 24
+#: Ridge and the GD family split the batch so that each all-prefix (B, N, d, d) tensor stays under this many bytes:
+#: 1 MB, within a core's cache (16 MB made Ridge 0.45-0.54x the per-prefix loop at B = 256, 1 MB 1.25x; RESULTS.md)
+PREFIX_CHUNK_BYTES = 2 ** 20
 
 
 def batch_chunks(xs: torch.Tensor, *tensors: torch.Tensor):
@@ -302,7 +303,9 @@ class Ridge(LinearBaseline):
         eye = torch.eye(xs.shape[-1], dtype=xs.dtype, device=xs.device)
         gram, moment = prefix_sum(outer_products(xs)), prefix_sum(label_moments(xs, ys))[..., None]
         factor, info = torch.linalg.cholesky_ex(gram + lam * eye)
-        weights = torch.cholesky_solve(moment, factor).squeeze(-1)
+        # two triangular solves: the same substitutions as cholesky_solve, whose batched kernel is 4x slower here
+        forward = torch.linalg.solve_triangular(factor, moment, upper=False)
+        weights = torch.linalg.solve_triangular(factor.mT, forward, upper=True).squeeze(-1)
         singular = info != 0  # λ below the rounding of a rank-deficient G_i: G_i + λI is singular in floating point
         if bool(singular.any()):
             each = lam.expand_as(gram[..., :1, :1])
