@@ -65,7 +65,7 @@ def absolute_cosine(preds: torch.Tensor, targets: torch.Tensor, dim: int) -> tor
 
 # A new metric is one entry here; tasks name it in their ``metric`` attribute.
 METRICS: dict[str, Metric] = {
-    "squared_error": Metric(squared_error, "squared error / d"),
+    "squared_error": Metric(squared_error, "squared error (ŷ − y)² / d"),
     "accuracy": Metric(sign_accuracy, "accuracy"),
     "cosine": Metric(cosine, "cosine similarity"),
     "absolute_cosine": Metric(absolute_cosine, "|cosine similarity|"),

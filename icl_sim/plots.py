@@ -40,12 +40,13 @@ def plot_error_curves(records: Sequence[Mapping], path, *, title: str | None = N
         curves.setdefault(record["predictor"], []).append(record)
 
     with _figure(path, panels=1) as (axes,):
-        for color, (name, rows) in zip(_palette(len(curves)), curves.items()):
+        for index, (color, (name, rows)) in enumerate(zip(_palette(len(curves)), curves.items())):
             rows = sorted(rows, key=lambda row: row["position"])
             positions = [row["position"] for row in rows]
             axes.plot(positions, [row["mean"] for row in rows], color=color, label=name)
             axes.fill_between(positions, [row["ci_low"] for row in rows], [row["ci_high"] for row in rows],
-                              color=color, alpha=0.2, linewidth=0)
+                              color=color, alpha=0.2, linewidth=0,
+                              label="shaded: 95 % bootstrap interval" if index == 0 else None)
         if trivial_level is not None:
             axes.axhline(trivial_level, color="0.4", linestyle="--", linewidth=1, label="trivial (predict 0)")
         axes.set_xlabel("in-context examples")
