@@ -158,8 +158,8 @@ def probe_latent_run(run_dir, target: str, *, probes=("linear",), control: str =
     """:func:`icl_sim.latent_probes.probe_latent` of the run's model, written as a table and a heatmap.
 
     Writes ``NAME.{csv,json}`` and ``NAME.png`` (held-out R² by layer and probe) to ``out_dir``
-    (default ``RUN_DIR/probe``), NAME being ``latent-TARGET``, then ``-query-projection`` for that
-    control; returns the records and the paths (``csv``, ``json``, ``figure``).
+    (default ``RUN_DIR/probe``), NAME being ``latent-TARGET``, then the probe kinds other than the default
+    linear one alone (``-mlp``, ``-linear-mlp``), then ``-query-projection`` for that control; returns the records and the paths (``csv``, ``json``, ``figure``).
     """
     config = load_config(run_dir)
     device, task = resolve_device(device), make_task(config.task, **config.task_params)
@@ -168,7 +168,8 @@ def probe_latent_run(run_dir, target: str, *, probes=("linear",), control: str =
     records = probe_latent(load_run(run_dir, device), task, target, probes=probes, control=control, num_fit=num_fit,
                            num_prompts=num_prompts, ridge=ridge, seed=seed, device=device, progress=progress)
     out_dir = Path(out_dir) if out_dir is not None else Path(run_dir) / "probe"
-    name = f"latent-{target}" + (f"-{control}" if control != "permuted" else "")
+    kinds = "" if tuple(probes) == ("linear",) else "-" + "-".join(probes)
+    name = f"latent-{target}{kinds}" + (f"-{control}" if control != "permuted" else "")
     csv_path, json_path = write_table(records, out_dir, name)
     r2 = {(r["layer"], r["probe"]): r["value"] for r in records if r["metric"] == "r2"}
     figure = _layer_heatmap(r2, out_dir / f"{name}.png", xlabel="probe", colorbar="held-out R²",

@@ -155,8 +155,11 @@ def test_probe_latent_cli_on_a_trained_lsa(tmp_path):
     assert len(records) == 2 * 2 * 5
     assert {(r["layer"], r["probe"]) for r in records} == {(1, "linear"), (1, "mlp"), (2, "linear"), (2, "mlp")}
     assert all(np.isfinite(r["value"]) for r in records)
-    assert (tmp_path / "run" / "probe" / "latent-w.csv").read_text().startswith("layer,target,probe,metric,value")
+    both = tmp_path / "run" / "probe" / "latent-w-linear-mlp.csv"
+    assert both.read_text().startswith("layer,target,probe,metric,value")
     result = CliRunner().invoke(cli, arguments)
     assert result.exit_code == 0 and "selectivity" in result.output, result.output
+    # the linear probe alone writes its own files; the two-probe table is kept, not overwritten
+    assert ",mlp," in both.read_text() and ",mlp," not in (both.parent / "latent-w.csv").read_text()
     result = CliRunner().invoke(cli, ["probe-latent", str(tmp_path / "run"), "--latent", "bogus", "--device", "cpu"])
     assert result.exit_code == 2 and "target must be one of" in result.output
