@@ -30,7 +30,7 @@ def training_step(model: str, model_params: dict):
     """A closure running one training step (d = 20, N = 41, batch 64) of ``model``, and its parameter count."""
     config = TrainConfig(task="linear-regression", task_params={"dim": 20, "points": 41}, model=model,
                          model_params=model_params, batch_size=64, device="cpu", lr=1e-4)
-    step, network = step_function(config, torch.device("cpu"), autocast=False, compiled=False)
+    step, network = step_function(config, torch.device("cpu"))
     counter = iter(range(10**9))
     return (lambda: step(next(counter))), sum(p.numel() for p in network.parameters())
 

@@ -16,6 +16,7 @@ Sections (one printed line each):
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 import time
@@ -28,7 +29,7 @@ from icl_sim.config import TrainConfig
 from icl_sim.models import build_model
 from icl_sim.probing import probe
 from icl_sim.tasks import make_task
-from icl_sim.training import make_optimizer, task_loss, training_batch
+from icl_sim.training import make_optimizer, make_scheduler, optimisation_step, training_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_ensemble import CASES, measure  # noqa: E402
@@ -42,25 +43,20 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def step_function(config: TrainConfig, device: torch.device, autocast: bool, compiled: bool):
-    """One training step of ``config``'s model as a closure over its step index, and the model."""
+def step_function(config: TrainConfig, device: torch.device):
+    """``train``'s own step (:func:`icl_sim.training.optimisation_step`) of ``config``'s model, bf16 autocast
+    on CUDA if ``config.amp``, compiled if ``config.compile``, as a closure over the step index; and the model."""
     task = make_task(config.task, **config.task_params)
     torch.manual_seed(0)
     model = build_model(config.model, task.dim, task.points, task.target_dim, **config.model_params).to(device)
-    if compiled:
+    if config.compile:
         model.compile()
     optimizer = make_optimizer(model, config)
-    context = (torch.autocast(device.type, dtype=torch.bfloat16) if autocast
-               else torch.autocast(device.type, enabled=False))
+    scheduler = make_scheduler(optimizer, config)
 
     def step(index: int) -> torch.Tensor:
         prompt = training_batch(task, config, index, device)
-        with context:
-            loss = task_loss(model, prompt, task, config.loss_on, index)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        return loss.detach()
+        return optimisation_step(model, optimizer, scheduler, prompt, task, config, index, device).detach()
 
     return step, model
 
@@ -90,11 +86,13 @@ def training_steps(args, device: torch.device) -> None:
     config = TrainConfig(task="linear-regression", task_params={"dim": 20, "points": 41}, model="gpt",
                          model_params={"size": size}, batch_size=64, device=device.type, lr=1e-4)
     flops = None
-    for label, autocast, compiled in (("float32", False, False), ("bf16 autocast", True, False),
-                                      ("bf16 autocast + compile", True, True)):
-        if autocast and device.type != "cuda" and not args.tiny:
+    for label, amp, compiled in (("float32", False, False), ("bf16 autocast", True, False),
+                                 ("bf16 autocast + compile", True, True)):
+        if amp and device.type != "cuda" and not args.tiny:
             continue
-        step, model = step_function(config, device, autocast, compiled)
+        if amp and device.type != "cuda":
+            label += " (autocast is CUDA only: float32 here)"
+        step, model = step_function(dataclasses.replace(config, amp=amp, compile=compiled), device)
         flops = flops or flops_per_step(step)
         start = time.perf_counter()
         seconds = median_step_seconds(step, device, args.warmup, args.repeats)

@@ -309,6 +309,28 @@ class RunLog:
         return mean
 
 
+def optimisation_step(model: nn.Module, optimizer: torch.optim.Optimizer, scheduler, prompt: Prompt, task: Task,
+                      config: TrainConfig, step: int, device: torch.device, *, forward: nn.Module | None = None
+                      ) -> torch.Tensor:
+    """Step ``step`` of ``config``'s training on ``prompt``, and its loss (attached to the graph).
+
+    Dropout draws from (seed, step), the loss is computed under :func:`autocast_context` by ``forward``
+    (``model`` itself, or its DistributedDataParallel wrapper), then backward, the gradient clipping of
+    ``config``, the optimiser's and the schedule's step.  The one training step that ``train`` runs and
+    that the benchmarks time.
+    """
+    seed_global_generators(derive_seed(config.seed, "dropout", step), device)
+    with autocast_context(config, device):
+        loss = task_loss(forward or model, prompt, task, config.loss_on, step)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if config.grad_clip:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+    optimizer.step()
+    scheduler.step()
+    return loss
+
+
 def _run_steps(model, optimizer, scheduler, task, config, run_dir, device, state, progress, log_extra,
                world: World):
     """Steps from the checkpoint ``state`` (None: step 0) to ``config.steps``; a :class:`RunLog` logs and saves
@@ -322,15 +344,7 @@ def _run_steps(model, optimizer, scheduler, task, config, run_dir, device, state
     try:
         for step in range(log.start, config.steps):
             prompt = training_batch(task, config, step, device)
-            seed_global_generators(derive_seed(config.seed, "dropout", step), device)
-            with autocast_context(config, device):
-                loss = task_loss(trained, prompt, task, config.loss_on, step)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if config.grad_clip:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-            optimizer.step()
-            scheduler.step()
+            loss = optimisation_step(model, optimizer, scheduler, prompt, task, config, step, device, forward=trained)
             log.completed = step + 1
             mean = log.record(step, world.mean(loss), prompt)
             if mean is not None:
