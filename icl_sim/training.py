@@ -218,7 +218,18 @@ def _resumable_state(config: TrainConfig, run_dir: Path, device: torch.device) -
     if config.steps == done:
         raise ValueError(f"{str(run_dir)!r} has already trained all its {done} steps; pass --steps above {done} "
                          f"to train it further")
+    _warn_if_schedule_changes(load_config(run_dir), config, done)
     return state
+
+
+def _warn_if_schedule_changes(saved: TrainConfig, config: TrainConfig, done: int) -> None:
+    """Warn when more ``steps`` change the learning rate of the steps still to come (a cosine or geometric
+    schedule stretched to the new end): the run then differs from a fresh run of as many steps."""
+    before, after = learning_rate_factor(saved)(done), learning_rate_factor(config)(done)
+    if done > 0 and before != after:
+        tqdm.write(f"Warning: --steps {config.steps} stretches the {config.lr_schedule} schedule of the run, which "
+                   f"decayed to step {saved.steps}: step {done} trains at {after:.3g} x lr, not {before:.3g} x lr, "
+                   f"so the run differs from a fresh {config.steps}-step run", file=sys.stderr)
 
 
 class RunLog:

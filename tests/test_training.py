@@ -89,15 +89,29 @@ def test_checkpoints_by_time_between_records_resume_bit_for_bit(tmp_path):
     assert_same_run(tmp_path / "crashed", tmp_path / "straight", resumed)
 
 
-def test_resume_with_more_steps_extends_the_run_and_its_config(tmp_path):
+def test_resume_with_more_steps_extends_the_run_and_its_config(tmp_path, capsys):
     """At a constant learning rate, 10 steps extended to 20 are the first 20 steps of a 20-step run."""
     config = tiny_config(steps=10, lr_schedule="constant")
     train(config, tmp_path / "extended", progress=False)
+    capsys.readouterr()
     longer = dataclasses.replace(config, steps=20)
     train(longer, tmp_path / "straight", progress=False)
     extended = train(longer, tmp_path / "extended", resume=True, progress=False)
     assert_same_run(tmp_path / "extended", tmp_path / "straight", extended)
     assert (tmp_path / "extended" / CONFIG_FILE).read_bytes() == (tmp_path / "straight" / CONFIG_FILE).read_bytes()
+    assert capsys.readouterr().err == ""  # a constant schedule is not changed by more steps
+
+
+def test_resume_with_more_steps_warns_that_a_cosine_schedule_is_stretched(tmp_path, capsys):
+    """Step 10 of 10 (3 warm-up) sits at the end of the cosine, factor 0; of 20 at ½(1 + cos(π·7/17))."""
+    config = tiny_config(steps=10)
+    train(config, tmp_path / "run", progress=False)
+    capsys.readouterr()
+    train(dataclasses.replace(config, steps=20), tmp_path / "run", resume=True, progress=False)
+    stretched = 0.5 * (1 + math.cos(math.pi * 7 / 17))
+    (warning,) = capsys.readouterr().err.splitlines()
+    assert warning.startswith("Warning: --steps 20 stretches the cosine schedule of the run, which decayed to step 10")
+    assert f"step 10 trains at {stretched:.3g} x lr, not 0 x lr" in warning
 
 
 @pytest.mark.parametrize("steps, message", [(5, "--steps 5 is fewer than the 10 steps"),
