@@ -32,6 +32,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from tqdm import tqdm
 
 from icl_sim.config import TrainConfig
+from icl_sim.distributed import current_world, launched_by_torchrun
 from icl_sim.models import InContextModel
 from icl_sim.prompt import Prompt
 from icl_sim.tasks import make_task
@@ -62,6 +63,9 @@ def check_ensemble(configs: Sequence[TrainConfig]) -> None:
                          f"its masks could not match separate runs'; train such runs alone")
     if first.compile:
         raise ValueError("compile must be false in an ensemble: torch.compile applies to runs trained alone")
+    if launched_by_torchrun() or current_world().size > 1:
+        raise ValueError("an ensemble trains in one process, and every torchrun process would write every run: "
+                         "launch it without torchrun (torchrun is for one large run, icl-sim train)")
 
 
 def ensemble_groups(configs: Sequence[TrainConfig]) -> list[list[int]]:

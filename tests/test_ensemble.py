@@ -15,6 +15,7 @@ import torch
 from tiny_runs import Stop, parameters, stop_at
 
 from icl_sim.config import TrainConfig
+from icl_sim.distributed import TORCHRUN_VARIABLES
 from icl_sim.ensemble import train_ensemble
 from icl_sim.run_io import load_checkpoint, read_metrics
 from icl_sim.training import train
@@ -105,3 +106,11 @@ def test_refuses_dropout_and_shared_directories(tmp_path):
         train_ensemble([config], [tmp_path / "a"], progress=False)
     with pytest.raises(ValueError, match="distinct"):
         train_ensemble(sweep("lsa")[:2], [tmp_path / "a", tmp_path / "a"], progress=False)
+
+
+def test_refuses_a_torchrun_launch_whose_every_process_would_write_every_run(tmp_path, monkeypatch):
+    for name, value in zip(TORCHRUN_VARIABLES, ("0", "0", "2", "127.0.0.1", "29500")):
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match="without torchrun"):
+        train_ensemble(sweep("lsa")[:2], [tmp_path / "a", tmp_path / "b"], progress=False)
+    assert not (tmp_path / "a").exists()
