@@ -147,15 +147,21 @@ class GraphConnectivity(TaskFamily):
         if self.min_nodes == 1:
             raise ValueError("min_nodes must be 0 (= nodes) or >= 2 (a query needs two nodes), got 1")
         check_float("average_degree", self.average_degree, 0.0)
-        check_int("path_length", self.path_length, 1, self.nodes - 1, maximum_name="nodes - 1")
+        check_int("path_length", self.path_length, 1)
         check_int("max_diameter", self.max_diameter, 1)
-        roots = 2 if self.max_diameter % 2 else 1
-        check_int("components", self.components, 1, self.nodes // roots, maximum_name=f"nodes // {roots}")
+        check_int("components", self.components, 1)
         check_float("extra_edges", self.extra_edges, 0.0, maximum=1.0)
         check_float("edge_probability_min", self.edge_probability_min, 0.0, maximum=1.0)
         check_float("edge_probability_max", self.edge_probability_max, self.edge_probability_min, maximum=1.0)
         check_int("branches", self.branches, 1)
         check_int("max_lookahead", self.max_lookahead, 0)
+        # bounds that involve the graph size, for the generator whose parameters they are (a default
+        # of another generator's parameter must not refuse a small graph)
+        if self.generator == "chain":
+            check_int("path_length", self.path_length, 1, self.nodes - 1, maximum_name="nodes - 1")
+        if self.generator == "bounded-diameter":
+            roots = 2 if self.max_diameter % 2 else 1
+            check_int("components", self.components, 1, self.nodes // roots, maximum_name=f"nodes // {roots}")
         if self.generator == "balanced-dag":
             if not self.directed:
                 raise ValueError("generator balanced-dag builds directed graphs: set directed=true")
