@@ -51,6 +51,8 @@ BAD_CALLS = {
     "OneStepGD lr < 0": (lambda: OneStepGD(-1.0), "lr"),
     "LogisticGD lr = 0": (lambda: LogisticGD(3, 0.0), "lr"),
     "Ridge lam < 0": (lambda: Ridge(-1.0), "lam"),
+    "Ridge.bayes_optimal λ past the floats": (lambda: Ridge.bayes_optimal(1e200, 1e-200), "noise / prior_scale"),
+    "Ridge.bayes_optimal λ under the floats": (lambda: Ridge.bayes_optimal(1e-200, 1e200), "noise / prior_scale"),
     "Newton scale > 2": (lambda: Newton(3, scale=2.5), "scale"),
     "KNN k = 0": (lambda: KNN(0), "k"),
     "PowerMethod steps < 0": (lambda: PowerMethod(-1), "steps"),

@@ -9,6 +9,7 @@ of any float dtype on any device give float64 predictions (B, N) on the device o
 from __future__ import annotations
 
 import abc
+import math
 from typing import Callable, ClassVar
 
 import torch
@@ -286,7 +287,12 @@ class Ridge(LinearBaseline):
         """
         check_float("noise", noise, 0.0, strict=True)
         check_float("prior_scale", prior_scale, 0.0, strict=True)
-        return cls(noise ** 2 / prior_scale ** 2)
+        ratio = noise / prior_scale
+        lam = ratio * ratio  # inf or 0 where ** would raise OverflowError
+        if not 0 < lam < math.inf:
+            raise ValueError(f"noise / prior_scale = {noise:g} / {prior_scale:g} puts the Bayes λ = (noise / "
+                             f"prior_scale)² outside the floats; rescale noise and prior_scale")
+        return cls(lam)
 
     def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         lam = self.lam
