@@ -142,32 +142,42 @@ def draw_figure(stem, panels: Sequence[Panel], caption: str) -> list[Path]:
     """The gallery's one figure style: ``stem``.png and ``stem``.pdf, panels side by side (``MAX_COLUMNS`` to a
     row), the caption below.
 
-    Models are solid with their band, baselines dashed, each check's accepted band shaded.
+    Models are solid with their band, baselines dashed, each check's accepted band shaded; a label has one
+    colour in every panel (:func:`colors_by_label`).
     """
+    colors = colors_by_label(panels)
     paths = []
     for suffix in FORMATS:
         path = Path(stem).with_suffix(suffix)
         with _figure(path, panels=len(panels)) as axes_list:
             for axes, panel in zip(axes_list, panels):
-                _draw_panel(axes, panel)
+                _draw_panel(axes, panel, colors)
             width = 55 * min(len(panels), MAX_COLUMNS)
             axes_list[0].figure.supxlabel("\n".join(textwrap.wrap(caption, width)), fontsize=7)
         paths.append(path)
     return paths
 
 
-def _draw_panel(axes, panel: Panel) -> None:
+def colors_by_label(panels: Sequence[Panel]) -> dict[str, tuple]:
+    """One palette colour per curve and target label of a figure, in order of first appearance over its panels,
+    so that a predictor keeps its colour from panel to panel."""
+    labels = dict.fromkeys([curve.label for panel in panels for curve in panel.curves]
+                           + [target.label for panel in panels for target in panel.targets])
+    return dict(zip(labels, _palette(len(labels))))
+
+
+def _draw_panel(axes, panel: Panel, colors: Mapping[str, tuple]) -> None:
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    colors = _palette(len(panel.curves) + len(panel.targets))
-    for color, curve in zip(colors, panel.curves):
+    for curve in panel.curves:
+        color = colors[curve.label]
         axes.plot(curve.x, curve.y, color=color, label=curve.label, linestyle="--" if curve.baseline else "-",
                   marker="o" if len(curve.x) <= 12 and not curve.baseline else None, markersize=3)
         if curve.low is not None and curve.high is not None:
             axes.fill_between(curve.x, curve.low, curve.high, color=color, alpha=0.2, linewidth=0)
-    for color, target in zip(colors[len(panel.curves):], panel.targets):
-        axes.axhline(target.value, color=color, linestyle=":", linewidth=1.2, label=target.label)
-        axes.axhspan(target.low, target.high, color=color, alpha=0.12, linewidth=0)
+    for target in panel.targets:
+        axes.axhline(target.value, color=colors[target.label], linestyle=":", linewidth=1.2, label=target.label)
+        axes.axhspan(target.low, target.high, color=colors[target.label], alpha=0.12, linewidth=0)
     axes.set_xscale(panel.xscale)
     axes.set_yscale(panel.yscale)
     if panel.ylim is not None:

@@ -1,8 +1,9 @@
-"""The gallery's figure style: panels wrap into rows, and short log axes still carry numbers."""
+"""The gallery's figure style: panels wrap into rows, short log axes still carry numbers, a label keeps its
+colour from panel to panel."""
 import matplotlib.image
 from matplotlib.figure import Figure
 
-from icl_sim.plots import MAX_COLUMNS, Curve, Panel, _draw_panel, draw_figure
+from icl_sim.plots import MAX_COLUMNS, Curve, Panel, Target, _draw_panel, colors_by_label, draw_figure
 
 
 def _panel(yscale="linear", y=(1.0, 2.0)):
@@ -21,7 +22,7 @@ def test_panels_beyond_a_row_wrap_onto_the_next(tmp_path):
 def _tick_labels(panel):
     figure = Figure()
     axes = figure.subplots()
-    _draw_panel(axes, panel)
+    _draw_panel(axes, panel, colors_by_label([panel]))
     figure.canvas.draw()
     low, high = axes.get_ylim()
     return [t.get_text() for t in axes.yaxis.get_ticklabels() if t.get_text() and low <= t.get_position()[1] <= high]
@@ -37,3 +38,18 @@ def test_a_log_axis_over_decades_labels_the_decades_only():
     labels = _tick_labels(_panel("log", (1e-3, 10.0)))
     assert len(labels) >= 3
     assert all("10" in label for label in labels)
+
+
+def test_a_label_has_one_colour_in_every_panel():
+    """Least squares is the second curve of one panel and the first of the other: the same line colour in both."""
+    first = Panel("k", "error", [Curve("Transformer", [1, 2], [1.0, 0.5]), Curve("Least squares", [1, 2], [1.0, 0.4])],
+                  targets=[Target("required", 0.4, 0.3, 0.5)])
+    second = Panel("k", "error", [Curve("Least squares", [1, 2], [2.0, 0.9]), Curve("Averaging", [1, 2], [2.0, 1.5])])
+    lines = []
+    for panel in (first, second):
+        axes = Figure().subplots()
+        _draw_panel(axes, panel, colors_by_label([first, second]))
+        lines.append({line.get_label(): line.get_color() for line in axes.get_lines()})
+    assert lines[0]["Least squares"] == lines[1]["Least squares"]
+    colours = [lines[0]["Transformer"], lines[0]["Least squares"], lines[0]["required"], lines[1]["Averaging"]]
+    assert len(set(colours)) == 4
