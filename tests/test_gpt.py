@@ -86,6 +86,7 @@ def test_config_fields_have_help():
     ({"dropout": 1.5}, "dropout"),
     ({"init_std": 0.0}, "init_std"),
     ({"init_std": -0.1}, "init_std"),
+    ({"io_init": "xavier"}, "io_init"),
 ])
 def test_bad_config_raises(kwargs, name):
     with pytest.raises(ValueError, match=name):
@@ -123,6 +124,19 @@ def test_init_std_scales_the_gpt2_init():
     assert model.blocks[0].attn.qkv.weight.std().item() == pytest.approx(0.1, rel=0.05)
     assert model.blocks[0].mlp.proj.weight.std().item() == pytest.approx(0.1 / (2 * n_layer) ** 0.5, rel=0.05)
     assert torch.count_nonzero(model.blocks[0].mlp.fc.bias) == 0
+
+
+def test_pytorch_io_init_is_nn_linears_default_on_read_in_and_read_out_only():
+    """Garg et al.'s read-in and read-out are plain nn.Linear layers outside GPT2Model: weights and biases
+    U(−1/√fan_in, 1/√fan_in) (variance 1/(3 fan_in)); the blocks keep GPT-2's init."""
+    gpt2, pytorch = tiny(n_embd=256), tiny(n_embd=256, io_init="pytorch")
+    for layer, fan_in in ((pytorch.embedding.read_in, DIM), (pytorch.head.read_out, 256)):
+        bound = fan_in ** -0.5
+        assert layer.weight.abs().max() <= bound and layer.bias.abs().max() <= bound
+        assert layer.weight.std().item() == pytest.approx(bound / 3 ** 0.5, rel=0.1)
+        assert torch.count_nonzero(layer.bias) == layer.bias.numel()
+    assert torch.equal(gpt2.blocks[0].mlp.fc.weight, pytorch.blocks[0].mlp.fc.weight)
+    assert gpt2.head.read_out.weight.std().item() == pytest.approx(0.02, rel=0.2)
 
 
 def test_dropout_only_in_training():

@@ -22,6 +22,8 @@ from icl_sim.validation import check_choice, check_float, check_int
 
 #: Garg et al.'s model sizes: name -> (n_embd, n_layer, n_head).
 SIZES = {"tiny": (64, 3, 2), "small": (128, 6, 4), "standard": (256, 12, 8)}
+#: initialisations of the read-in and read-out (``GPTConfig.io_init``)
+IO_INITS = ("gpt2", "pytorch")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +40,10 @@ class GPTConfig:
     init_std: float = dataclasses.field(
         default=0.02, metadata={"help": "std of the normal initial weights (GPT-2: 0.02; residual projections "
                                         "get std/sqrt(2 n_layer))"})
+    io_init: str = dataclasses.field(
+        default="gpt2", metadata={"help": "read-in and read-out initialisation: gpt2 (like every other layer) or "
+                                          "pytorch (nn.Linear's default, as in Garg et al.'s code, where they sit "
+                                          "outside HuggingFace's GPT2Model)"})
 
     def __post_init__(self):
         check_choice("size", self.size, SIZES)
@@ -45,6 +51,7 @@ class GPTConfig:
             check_int(name, getattr(self, name), 0)
         check_float("dropout", self.dropout, 0.0, maximum=1.0)
         check_float("init_std", self.init_std, 0.0, strict=True)
+        check_choice("io_init", self.io_init, IO_INITS)
         n_embd, _, n_head = self.dims
         if n_embd % n_head:
             raise ValueError(f"n_embd ({n_embd}) must be divisible by n_head ({n_head})")
@@ -237,6 +244,9 @@ class GPT(InContextModel):
         self.head = XTokenReadOut(n_embd, target_dim)
         gpt2_init(self, [p for block in self.blocks for p in (block.attn.proj, block.mlp.proj)], n_layer,
                   config.init_std)
+        if config.io_init == "pytorch":
+            self.embedding.read_in.reset_parameters()
+            self.head.read_out.reset_parameters()
 
     def hidden_states(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
         """Residual stream (B, 2N, n_embd) after the embedding and after each block (n_layer + 1 entries)."""
