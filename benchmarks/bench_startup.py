@@ -1,7 +1,7 @@
-"""Start-up time of ``icl-sim --help`` against ``python -c "import torch"``, as subprocesses.
+"""Start-up time of ``icl-sim --help`` and ``icl-sim train --help`` against ``python -c "import torch"``.
 
-Both commands run interleaved, ``--repeats`` times each; the medians and their ratio are printed
-(a ratio below 1: the CLI's help starts faster than importing torch alone).
+The commands run as subprocesses, interleaved, ``--repeats`` times each; the medians and each help's
+ratio to importing torch are printed (a ratio below 1: that help starts faster than importing torch alone).
 
     python benchmarks/bench_startup.py [--repeats 7]
 """
@@ -13,8 +13,9 @@ import subprocess
 import sys
 import time
 
-COMMANDS = {"icl-sim --help": [sys.executable, "-c", "from icl_sim.cli import main; main()", "--help"],
-            "python -c 'import torch'": [sys.executable, "-c", "import torch"]}
+ICL_SIM = [sys.executable, "-c", "from icl_sim.cli import main; main()"]
+HELPS = {"icl-sim --help": [*ICL_SIM, "--help"], "icl-sim train --help": [*ICL_SIM, "train", "--help"]}
+IMPORT_TORCH = [sys.executable, "-c", "import torch"]
 
 
 def seconds(command: list[str]) -> float:
@@ -27,15 +28,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     repeats = parser.parse_args().repeats
-    times: dict[str, list[float]] = {name: [] for name in COMMANDS}
+    reference = "python -c 'import torch'"
+    commands = {**HELPS, reference: IMPORT_TORCH}
+    times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(repeats):
-        for name, command in COMMANDS.items():
+        for name, command in commands.items():
             times[name].append(seconds(command))
     medians = {name: statistics.median(values) for name, values in times.items()}
     for name, median in medians.items():
         print(f"{name:<28} median {median:.3f} s over {repeats} runs")
-    cli, torch = medians.values()
-    print(f"ratio icl-sim --help / import torch: {cli / torch:.3f}")
+    for name in HELPS:
+        print(f"ratio {name} / import torch: {medians[name] / medians[reference]:.3f}")
 
 
 if __name__ == "__main__":

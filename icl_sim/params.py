@@ -17,13 +17,19 @@ def parameter_table(cls) -> list[tuple[str, str, object, str]]:
 
 
 def parse_parameters(cls, pairs: typing.Iterable[str]) -> dict[str, object]:
-    """Turn ``["noise=0.5", "spectrum=1,2,3"]`` into typed keyword arguments for ``cls``."""
-    values = {}
+    """Turn ``["noise=0.5", "spectrum=1,2,3"]`` into typed keyword arguments for ``cls``.
+
+    A key given twice (``dim=3``, ``dim=4``) is an error, not a silent choice.
+    """
+    values, pairs_by_name = {}, {}
     for pair in pairs:
         key, sep, text = pair.partition("=")
         if not sep:
             raise ValueError(f"parameter {pair!r} must have the form KEY=VALUE")
-        values[key] = text.strip()
+        name = _parameter_name(key)
+        if name in pairs_by_name:
+            raise ValueError(f"parameter {name} given twice ({pairs_by_name[name]} and {pair}); give it once")
+        values[name], pairs_by_name[name] = text.strip(), pair
     return typed_parameters(cls, values)
 
 
@@ -39,11 +45,16 @@ def typed_parameters(cls, values: typing.Mapping) -> dict[str, object]:
     known = {name for name, *_ in parameter_table(cls)}
     typed: dict[str, object] = {}
     for key, value in values.items():
-        key = str(key).strip().replace("-", "_")
+        key = _parameter_name(key)
         if key not in known:
             raise ValueError(f"unknown parameter {key!r}; known: {', '.join(sorted(known))}")
         typed[key] = _typed(key, value, hints[key])
     return typed
+
+
+def _parameter_name(key) -> str:
+    """A parameter's field name as written in text (``x-distribution`` names ``x_distribution``)."""
+    return str(key).strip().replace("-", "_")
 
 
 def _typed(name: str, value, annotation):

@@ -115,8 +115,8 @@ TRAIN = [
     (["train", "--config", "unknown.yaml", "--out", "x"], "colour"),
     (["train", "--config", "list.yaml", "--out", "x"], "list.yaml"),
     (["train", "--config", "conf.txt", "--out", "x"], "conf.txt"),
-    (["train", *TINY, "--batch-size", "100000000", "--dim", "100", "--points", "100", "--out", "big/run"],
-     "memory"),
+    (["train", "--steps", "4", "--device", "cpu", "--no-progress", "--batch-size", "100000000", "--dim", "100",
+      "--points", "100", "--out", "big/run"], "memory"),
 ]
 RUNS = [
     (["eval", "does-not-exist"], "RUN_DIR"),
@@ -149,8 +149,29 @@ OTHERS = [
     (["nonsense"], "nonsense"),
 ]
 
+#: an option given twice, or a key twice in a repeatable KEY=VALUE option (every option: tests/test_cli.py)
+REPEATED = [
+    (["train", "--lr", "1e-3", "--lr", "2e-3", "--out", "x"], "--lr given twice (1e-3 and 2e-3); give it once"),
+    (["train", *TINY, "--steps", "8", "--out", "x"], "--steps given twice (4 and 8)"),
+    (["train", "--betas", "0.9", "0.98", "--betas", "0.9", "0.999", "--out", "x"],
+     "--betas given twice (0.9 0.98 and 0.9 0.999)"),
+    (["train", "--amp", "--no-amp", "--out", "x"], "--amp/--no-amp given twice (--amp and --no-amp)"),
+    (["train", "--out", "x", "--out", "y"], "--out given twice (x and y)"),
+    (["train", "--task-param", "dim=3", "--task-param", "dim=4", "--out", "x"],
+     "parameter dim given twice (dim=3 and dim=4); give it once"),
+    (["train", "--task-param", "x-distribution=normal", "--task-param", "x_distribution=uniform", "--out", "x"],
+     "parameter x_distribution given twice"),
+    (["train", "--model-param", "layers=2", "--model-param", "layers=3", "--out", "x"], "parameter layers given twice"),
+    (["eval", "run", "--num-prompts", "8", "--num-prompts", "16"], "--num-prompts given twice (8 and 16)"),
+    (["probe-latent", "run", "--latent", "w", "--target", "xty"], "--latent/--target given twice (w and xty)"),
+    (["repro", "run", "von-oswald-2023", "--scale", "smoke", "--scale", "quick"], "--scale given twice"),
+    (["sweep", "run", "conf.txt", "--executor", "local", "--executor", "slurm"], "--executor given twice"),
+    (["theory", "verify", "--seed", "1", "--seed", "2", "--seed", "3"], "--seed given 3 times (1, 2 and 3)"),
+    (["--threads", "1", "--threads", "2", "tasks"], "--threads given twice (1 and 2)"),
+]
 
-@pytest.mark.parametrize("args, named", TRAIN + RUNS + OTHERS, ids=lambda value: " ".join(value)
+
+@pytest.mark.parametrize("args, named", TRAIN + RUNS + OTHERS + REPEATED, ids=lambda value: " ".join(value)
                          if isinstance(value, list) else None)
 def test_one_line_exit_2_nothing_written(args, named, workspace):
     before = snapshot(workspace)
@@ -198,6 +219,6 @@ def test_disk_memory_and_file_failures_are_one_line(target, replacement, named, 
 
 
 def test_a_bug_keeps_its_traceback(workspace, monkeypatch):
-    monkeypatch.setattr("icl_sim.cli.train.train", lambda *args, **kwargs: {}["missing"])
+    monkeypatch.setattr("icl_sim.training.train", lambda *args, **kwargs: {}["missing"])
     result = CliRunner().invoke(cli, ["train", *TINY, "--out", "new"])
     assert isinstance(result.exception, KeyError)

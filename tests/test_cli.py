@@ -1,20 +1,25 @@
 """The command line: the console script's one-line error (every bad input: test_bad_cli_inputs.py), train -> eval
 -> files end to end, the library calls behind probe, probe-latent and compare-weights giving what they print, and
-a fast, torch-free --help."""
+a fast, torch-free --help for every command, and options given once."""
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 import torch
 from click.testing import CliRunner
 
 import icl_sim.cli as cli_module
-from icl_sim.cli import cli
+from icl_sim.cli import choices, cli
 from icl_sim.config import TrainConfig
-from icl_sim.reports import compare_weights_run, probe_latent_run, probe_run
+from icl_sim.models import MODELS
+from icl_sim.paper_repro import SCALES
+from icl_sim.probing import READOUTS, STEP_PARAMS
+from icl_sim.reports import PRECONDITIONERS, compare_weights_run, probe_latent_run, probe_run
+from icl_sim.sweep import EXECUTORS
 from icl_sim.tasks import TASKS
 from icl_sim.training import train
 
@@ -140,13 +145,75 @@ def test_zero_threads_is_one_line_naming_the_option():
     assert result.exit_code == 2 and "--threads" in result.output.strip().splitlines()[-1]
 
 
-@pytest.mark.parametrize("command", [[], ["repro"], ["theory"]])
-def test_help_starts_without_torch_sympy_or_matplotlib(command):
-    probe_imports = ("import sys; from icl_sim.cli import main; sys.argv = ['icl-sim', *sys.argv[1:], '--help']\n"
-                     "try:\n    main()\nexcept SystemExit:\n    pass\n"
-                     "print(sorted(m for m in ('torch', 'sympy', 'matplotlib', 'seaborn') if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", probe_imports, *command], capture_output=True, text=True)
-    assert result.returncode == 0 and result.stdout.strip().splitlines()[-1] == "[]", result.stderr
+def every_command(group=cli, path=()):
+    """(path, command) for the root, every group and every command of the command tables, loaded."""
+    yield path, group
+    for name in group.list_commands(None):
+        command = group.get_command(None, name)
+        if isinstance(command, click.Group):
+            yield from every_command(command, (*path, name))
+        else:
+            yield (*path, name), command
+
+
+HEAVY = ("torch", "sympy", "matplotlib", "seaborn")
+
+
+def test_every_help_starts_without_torch_sympy_or_matplotlib():
+    """One subprocess asks every command for --help, noting after each the heavy modules loaded so far."""
+    show_every_help = ("import json, sys\nfrom icl_sim.cli import main\nimported = {}\n"
+                       "for path in json.loads(sys.argv[1]):\n"
+                       "    sys.argv = ['icl-sim', *path, '--help']\n"
+                       "    try:\n        main()\n    except SystemExit:\n        pass\n"
+                       f"    imported[' '.join(path)] = [name for name in {HEAVY!r} if name in sys.modules]\n"
+                       "print(json.dumps(imported))")
+    paths = [list(path) for path, _ in every_command()]
+    result = subprocess.run([sys.executable, "-c", show_every_help, json.dumps(paths)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    imported = json.loads(result.stdout.strip().splitlines()[-1])
+    assert {"", "train", "repro run", "theory verify", "sweep run"} <= set(imported)
+    assert imported == {" ".join(path): [] for path in paths}
+
+
+@pytest.mark.parametrize("light, registry", [(choices.MODELS, tuple(sorted(MODELS))), (choices.READOUTS, READOUTS),
+                                             (choices.STEP_PARAMS, STEP_PARAMS),
+                                             (choices.PRECONDITIONERS, PRECONDITIONERS), (choices.SCALES, SCALES),
+                                             (choices.EXECUTORS, EXECUTORS)])
+def test_light_choices_equal_their_registries(light, registry):
+    assert light == registry
+
+
+def single_value_options():
+    """(command path, option) for every option of every command that takes one value (click's --help aside)."""
+    return [(path, param) for path, command in every_command() for param in command.params
+            if isinstance(param, click.Option) and param.expose_value and not (param.multiple or param.count)]
+
+
+@pytest.mark.parametrize("path, param", single_value_options(),
+                         ids=lambda value: " ".join(value) if isinstance(value, tuple) else value.opts[0])
+def test_every_single_value_option_given_twice_is_one_line(path, param, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    if param.is_flag:
+        first, second = param.opts[0], (param.secondary_opts or param.opts)[0]
+        args, typed = [first, second], f"{first} and {second}"
+    else:
+        first, second = ["1"] * param.nargs, ["2"] * param.nargs
+        args, typed = [param.opts[0], *first, param.opts[-1], *second], f"{' '.join(first)} and {' '.join(second)}"
+    result = invoke(*path, *args)
+    names = "/".join(param.opts + param.secondary_opts)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines() == [f"Error: {names} given twice ({typed}); give it once"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_repeatable_options_keep_every_value():
+    train_command = cli.get_command(None, "train")
+    context = train_command.make_context("train", ["--task-param", "noise=0.1", "--task-param", "dim=3",
+                                                   "--model-param", "layers=2", "--out", "x"])
+    assert context.params["task_params"] == ("noise=0.1", "dim=3") and context.params["model_params"] == ("layers=2",)
+    probe_latent = cli.get_command(None, "probe-latent")
+    context = probe_latent.make_context("probe-latent", [".", "--latent", "w", "--probe", "linear", "--probe", "mlp"])
+    assert context.params["probes"] == ("linear", "mlp")
 
 
 @pytest.mark.parametrize("group", [cli_module.COMMANDS, cli_module.REPRO_COMMANDS, cli_module.THEORY_COMMANDS])

@@ -1,14 +1,16 @@
 """The ``icl-sim`` command line: tasks, train, eval, probes, theory and paper reproductions.
 
-Every failure a user can cause ends in one line ``Error: ...`` and exit status 2 (``errors``).
-Each command lives in the module named in its group's table and is imported only when it runs,
-so ``icl-sim --help`` (and ``repro --help``, ``theory --help``) starts without the numerical libraries.
+Every failure a user can cause ends in one line ``Error: ...`` and exit status 2 (``errors``), an
+option given twice too (``given_once``).  Each command lives in the module named in its group's
+table and is imported only when it runs; that module imports the library inside the command's body and
+takes its choices from ``choices``, so every ``--help`` starts without the numerical libraries.
 """
 from __future__ import annotations
 
 import click
 
 from icl_sim.cli.errors import OneLineErrors
+from icl_sim.cli.given_once import option
 from icl_sim.cli.lazy import LazyCommand, LazyGroup
 
 #: the environment variable behind ``icl-sim --threads``
@@ -54,8 +56,8 @@ SWEEP_COMMANDS = {
 
 @click.group(cls=OneLineErrors, lazy_commands=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="icl-sim")
-@click.option("--threads", type=click.IntRange(min=1), envvar=THREADS_ENVIRONMENT, show_envvar=True,
-              help="CPU threads of this command's tensor kernels [default: the cores other work leaves idle]")
+@option("--threads", type=click.IntRange(min=1), envvar=THREADS_ENVIRONMENT, show_envvar=True,
+        help="CPU threads of this command's tensor kernels [default: the cores other work leaves idle]")
 def cli(threads):
     """icl-sim: train in-context learners and compare them with the algorithms theory predicts."""
     from icl_sim.threads import use_threads

@@ -3,19 +3,20 @@ from __future__ import annotations
 
 import click
 
+from icl_sim.cli.given_once import option
 from icl_sim.cli.options import device_option, progress_option, run_dir_argument, seed_option
-from icl_sim.reports import evaluate_run, final_position_summary
 
 
 @click.command("eval")
 @run_dir_argument
-@click.option("--num-prompts", type=click.IntRange(min=2), default=1280, show_default=True,
-              help="held-out prompts; refused up front if the estimated memory exceeds what is available")
+@option("--num-prompts", type=click.IntRange(min=2), default=1280, show_default=True,
+        help="held-out prompts; refused up front if the estimated memory exceeds what is available")
 @seed_option
 @device_option
 @progress_option
 def eval_command(run_dir, num_prompts, seed, device, progress):
     """Compare a trained run with its task's baselines: RUN_DIR/eval/results.{csv,json}, error_curve.png."""
+    from icl_sim.reports import evaluate_run, final_position_summary
 
     records, paths = evaluate_run(run_dir, num_prompts=num_prompts, seed=seed, device=device, progress=progress)
     click.echo("metric at the last position, by predictor and slice of prompts (mean [95% bootstrap interval]):")

@@ -4,12 +4,13 @@ from __future__ import annotations
 import click
 
 from icl_sim.params import parameter_table
-from icl_sim.tasks import TASKS
 
 
 @click.command("tasks")
 def tasks_command():
     """List every task family with its parameters and defaults."""
+    from icl_sim.tasks import TASKS
+
     for name, task_class in TASKS.items():
         algorithms = ", ".join(task_class.probe_algorithms) or "none"
         click.echo(f"{name}  (metric: {task_class.metric}; probe algorithms: {algorithms})")

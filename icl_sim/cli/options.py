@@ -11,16 +11,16 @@ from typing import Iterable, Mapping
 
 import click
 
+from icl_sim.cli.given_once import option
 from icl_sim.config import DEVICES
 from icl_sim.params import is_mapping, non_optional
 
-device_option = click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True)
-seed_option = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-                           help="evaluation seed")
-progress_option = click.option("--progress/--no-progress", default=None,
-                               callback=lambda ctx, param, value: sys.stderr.isatty() if value is None else value,
-                               help="progress bars on stderr  [default: when stderr is a terminal]")
-json_option = click.option("--json", "as_json", is_flag=True, help="print the records as JSON")
+device_option = option("--device", type=click.Choice(DEVICES), default="auto", show_default=True)
+seed_option = option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="evaluation seed")
+progress_option = option("--progress/--no-progress", default=None,
+                         callback=lambda ctx, param, value: sys.stderr.isatty() if value is None else value,
+                         help="progress bars on stderr  [default: when stderr is a terminal]")
+json_option = option("--json", "as_json", is_flag=True, help="print the records as JSON")
 run_dir_argument = click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 
 
@@ -50,7 +50,7 @@ def field_options(cls, choices: Mapping[str, Iterable[str]] | None = None):
     """
     hints, choices = typing.get_type_hints(cls), choices or {}
 
-    def option(spec):
+    def field_option(spec):
         metadata, flag = spec.metadata, spec.name.replace("_", "-")
         kind = non_optional(hints[spec.name])
         settings = {"help": metadata.get("help"), "metavar": metadata.get("metavar"),
@@ -70,11 +70,11 @@ def field_options(cls, choices: Mapping[str, Iterable[str]] | None = None):
             settings["type"] = typing.get_args(kind)
         elif callable(getattr(kind, "parse", None)):
             settings["type"] = Parsed(kind)
-        return click.option(metadata.get("option", f"--{flag}"), spec.name, **settings)
+        return option(metadata.get("option", f"--{flag}"), spec.name, **settings)
 
     def decorate(command):
         for spec in reversed(dataclasses.fields(cls)):
-            command = option(spec)(command)
+            command = field_option(spec)(command)
         return command
 
     return decorate

@@ -5,29 +5,28 @@ import json
 
 import click
 
+from icl_sim.cli import choices
+from icl_sim.cli.given_once import option
 from icl_sim.cli.options import device_option, json_option, progress_option, run_dir_argument, seed_option
-from icl_sim.probing import READOUTS, STEP_PARAMS
-from icl_sim.reports import (PRECONDITIONERS, compare_weights_run, probe_latent_run, probe_run,
-                             residual_cosines)
 
 
 @click.command("probe")
 @run_dir_argument
-@click.option("--algorithm", required=True,
-              help="gd, preconditioned-gd, gd-plus-plus, newton, ridge, power-method: one the run's task declares "
-                   "(see `icl-sim tasks`)")
-@click.option("--step-params", type=click.Choice(STEP_PARAMS), default="shared", show_default=True,
-              help="shared: one hyper-parameter setting for all steps; per-step: each step its own, tuned on the "
-                   "task's risk (von Oswald et al.), for gd, preconditioned-gd, gd-plus-plus")
-@click.option("--steps", type=click.IntRange(min=1), default=None,
-              help="algorithm steps 1..K  [default: 10 shared, the number of layers per-step]")
-@click.option("--num-prompts", type=click.IntRange(min=2), default=1024, show_default=True)
+@option("--algorithm", required=True,
+        help="gd, preconditioned-gd, gd-plus-plus, newton, ridge, power-method: one the run's task declares "
+             "(see `icl-sim tasks`)")
+@option("--step-params", type=click.Choice(choices.STEP_PARAMS), default="shared", show_default=True,
+        help="shared: one hyper-parameter setting for all steps; per-step: each step its own, tuned on the "
+             "task's risk (von Oswald et al.), for gd, preconditioned-gd, gd-plus-plus")
+@option("--steps", type=click.IntRange(min=1), default=None,
+        help="algorithm steps 1..K  [default: 10 shared, the number of layers per-step]")
+@option("--num-prompts", type=click.IntRange(min=2), default=1024, show_default=True)
 @seed_option
 @device_option
-@click.option("--readout", type=click.Choice(READOUTS), default="direct", show_default=True,
-              help="direct: the model's own read-out after each layer; fitted: a linear read-out of each layer's "
-                   "hidden state fitted on held-out prompts (Fu et al.)")
-@click.option("--json", "as_json", is_flag=True, help="print one JSON object {records, best, parameters}")
+@option("--readout", type=click.Choice(choices.READOUTS), default="direct", show_default=True,
+        help="direct: the model's own read-out after each layer; fitted: a linear read-out of each layer's "
+             "hidden state fitted on held-out prompts (Fu et al.)")
+@option("--json", "as_json", is_flag=True, help="print one JSON object {records, best, parameters}")
 @progress_option
 def probe_command(run_dir, algorithm, step_params, steps, num_prompts, seed, device, readout, as_json, progress):
     """Match every layer of a trained model with steps of an algorithm.
@@ -45,6 +44,7 @@ def probe_command(run_dir, algorithm, step_params, steps, num_prompts, seed, dev
     Writes RUN_DIR/probe/NAME.{csv,json} and NAME.png (layer × step residual cosine), NAME being
     ALGORITHM, then -per-step for per-step parameters and -fitted for the fitted read-out.
     """
+    from icl_sim.reports import probe_run, residual_cosines
 
     result, paths = probe_run(run_dir, algorithm, step_params=step_params, steps=steps, num_prompts=num_prompts,
                               seed=seed, device=device, readout=readout, progress=progress)
@@ -69,16 +69,16 @@ def _rounded(value):
 
 @click.command("probe-latent")
 @run_dir_argument
-@click.option("--latent", "--target", "target", required=True,
-              help="w, xty ((1/n) Σ y_j x_j of the context) or any latent key of the task's prompts")
-@click.option("--probe", "probes", type=click.Choice(["linear", "mlp"]), multiple=True, default=["linear"],
-              show_default=True, help="probe kind (repeatable)")
-@click.option("--control", type=click.Choice(["permuted", "query-projection"]), default="permuted",
-              show_default=True, help="control task: targets of permuted prompts, or a random projection of x_query")
-@click.option("--num-fit", type=click.IntRange(min=2), default=2048, show_default=True, help="prompts to fit on")
-@click.option("--num-prompts", type=click.IntRange(min=2), default=1024, show_default=True, help="held-out prompts")
-@click.option("--ridge", type=click.FloatRange(min=0), default=1e-3, show_default=True,
-              help="relative ridge of the linear probe")
+@option("--latent", "--target", "target", required=True,
+        help="w, xty ((1/n) Σ y_j x_j of the context) or any latent key of the task's prompts")
+@option("--probe", "probes", type=click.Choice(["linear", "mlp"]), multiple=True, default=["linear"],
+        show_default=True, help="probe kind (repeatable)")
+@option("--control", type=click.Choice(["permuted", "query-projection"]), default="permuted",
+        show_default=True, help="control task: targets of permuted prompts, or a random projection of x_query")
+@option("--num-fit", type=click.IntRange(min=2), default=2048, show_default=True, help="prompts to fit on")
+@option("--num-prompts", type=click.IntRange(min=2), default=1024, show_default=True, help="held-out prompts")
+@option("--ridge", type=click.FloatRange(min=0), default=1e-3, show_default=True,
+        help="relative ridge of the linear probe")
 @seed_option
 @device_option
 @json_option
@@ -90,6 +90,7 @@ def probe_latent_command(run_dir, target, probes, control, num_fit, num_prompts,
     Writes RUN_DIR/probe/latent-TARGET.{csv,json,png} (latent-TARGET-query-projection with that control):
     held-out r2, control_r2, selectivity, fit_r2, control_fit_r2; the figure: held-out R² by layer and probe.
     """
+    from icl_sim.reports import probe_latent_run
 
     records, paths = probe_latent_run(run_dir, target, probes=probes, control=control, num_fit=num_fit,
                                       num_prompts=num_prompts, ridge=ridge, seed=seed, device=device,
@@ -107,10 +108,10 @@ def probe_latent_command(run_dir, target, probes, control, num_fit, num_prompts,
 
 @click.command("compare-weights")
 @run_dir_argument
-@click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
-              help="step of the GD construction (> 0); the scale column reads as the learned step relative to it")
-@click.option("--preconditioner", type=click.Choice(PRECONDITIONERS), default="identity", show_default=True,
-              help="A of the construction: I, or the optimal one-layer Γ* (Ahn et al.) for the task's mean covariance")
+@option("--lr", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+        help="step of the GD construction (> 0); the scale column reads as the learned step relative to it")
+@option("--preconditioner", type=click.Choice(choices.PRECONDITIONERS), default="identity", show_default=True,
+        help="A of the construction: I, or the optimal one-layer Γ* (Ahn et al.) for the task's mean covariance")
 @json_option
 def compare_weights_command(run_dir, lr, preconditioner, as_json):
     """Compare each layer of a trained linear-attention run (lsa) with a step of (preconditioned) GD, one per layer.
@@ -120,6 +121,7 @@ def compare_weights_command(run_dir, lr, preconditioner, as_json):
     fraction of the squared norm on the construction's non-zero entries.  Writes
     RUN_DIR/compare-weights/PRECONDITIONER-lrLR.{csv,json,png} (the figure: cosine by layer and map).
     """
+    from icl_sim.reports import compare_weights_run
 
     records, paths = compare_weights_run(run_dir, lr, preconditioner)
     if as_json:

@@ -7,17 +7,17 @@ from pathlib import Path
 
 import click
 
+from icl_sim.cli import choices
 from icl_sim.cli.directories import OutputDirectory, removed_on_user_error
+from icl_sim.cli.given_once import option
 from icl_sim.cli.options import device_option, progress_option
 from icl_sim.cli.sweep import with_executor_options
-from icl_sim.sweep import SweepFailed
-from icl_sim.paper_repro import REPRODUCTIONS, SCALES, run_reproduction
-from icl_sim.paper_repro.gallery import refresh_gallery
 
 
 @click.command("list")
 def repro_list():
     """Every reproduction: its name, paper, claim and quick-scale time (2-core CPU)."""
+    from icl_sim.paper_repro import REPRODUCTIONS
 
     for name, reproduction in REPRODUCTIONS.items():
         paper = reproduction.paper
@@ -28,17 +28,19 @@ def repro_list():
 
 @click.command("run")
 @click.argument("name", required=False)
-@click.option("--all", "run_all", is_flag=True, help="run every reproduction, one after another")
-@click.option("--scale", type=click.Choice(SCALES), default="quick", show_default=True,
-              help="smoke: seconds, the pipeline only; quick: CPU minutes; full: the paper's settings")
-@click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True, help="training seeds per run")
-@click.option("--out", "out_dir", type=OutputDirectory(),
-              help="output directory [runs/NAME-SCALE; with --all, runs/ holds one per reproduction]")
+@option("--all", "run_all", is_flag=True, help="run every reproduction, one after another")
+@option("--scale", type=click.Choice(choices.SCALES), default="quick", show_default=True,
+        help="smoke: seconds, the pipeline only; quick: CPU minutes; full: the paper's settings")
+@option("--seeds", type=click.IntRange(min=1), default=1, show_default=True, help="training seeds per run")
+@option("--out", "out_dir", type=OutputDirectory(),
+        help="output directory [runs/NAME-SCALE; with --all, runs/ holds one per reproduction]")
 @device_option
 @progress_option
 @with_executor_options
 def repro_run(name, run_all, scale, seeds, out_dir, device, progress, executor):
     """Run reproduction NAME (or --all): figure, results table and checks.json; exit 1 if a check fails."""
+    from icl_sim.paper_repro import REPRODUCTIONS, run_reproduction
+    from icl_sim.sweep import SweepFailed
 
     if run_all == (name is not None):
         raise click.UsageError("give a reproduction NAME or --all (see `icl-sim repro list`)")
@@ -65,12 +67,14 @@ def repro_run(name, run_all, scale, seeds, out_dir, device, progress, executor):
 
 
 @click.command("gallery")
-@click.option("--figures", "figures_dir", type=OutputDirectory(), default="figures", show_default=True)
-@click.option("--runs", "runs_dir", type=OutputDirectory(), default="runs", show_default=True)
+@option("--figures", "figures_dir", type=OutputDirectory(), default="figures", show_default=True)
+@option("--runs", "runs_dir", type=OutputDirectory(), default="runs", show_default=True)
 @device_option
 @progress_option
 def repro_gallery(figures_dir, runs_dir, device, progress):
     """Regenerate the gallery: every reproduction at quick scale, its figure and checks in --figures/README.md."""
+    from icl_sim.paper_repro import REPRODUCTIONS
+    from icl_sim.paper_repro.gallery import refresh_gallery
 
     entries = refresh_gallery(REPRODUCTIONS, figures_dir, runs_dir, device=device, progress=progress)
     for name, (_, checks) in entries.items():

@@ -7,18 +7,18 @@ from pathlib import Path
 
 import click
 
+from icl_sim.cli import choices
 from icl_sim.cli.directories import OutputDirectory
-from icl_sim.sweep import EXECUTORS, STATES, Executor, SweepFailed, read_spec, run_sweep, sweep_status
+from icl_sim.cli.given_once import option
 
 executor_options = [
-    click.option("--executor", "kind", type=click.Choice(EXECUTORS), default="local", show_default=True,
-                 help="local: one process per run on this machine; slurm: one SLURM job per run "
-                      "(repro run: full scale only)"),
-    click.option("--partition", help="the SLURM partition (default: the cluster's)"),
-    click.option("--timeout-min", type=click.IntRange(min=1), default=24 * 60, show_default=True,
-                 help="minutes a job may run"),
-    click.option("--gpus", type=click.IntRange(min=0), help="GPUs per job  [default: 1 where CUDA is available, "
-                 "else 0]"),
+    option("--executor", "kind", type=click.Choice(choices.EXECUTORS), default="local", show_default=True,
+           help="local: one process per run on this machine; slurm: one SLURM job per run (repro run: full scale "
+                "only)"),
+    option("--partition", help="the SLURM partition (default: the cluster's)"),
+    option("--timeout-min", type=click.IntRange(min=1), default=24 * 60, show_default=True,
+           help="minutes a job may run"),
+    option("--gpus", type=click.IntRange(min=0), help="GPUs per job  [default: 1 where CUDA is available, else 0]"),
 ]
 
 
@@ -26,19 +26,22 @@ def with_executor_options(command):
     """Add the options that choose where runs execute; they reach the command as one ``executor``."""
     @functools.wraps(command)
     def build(kind, partition, timeout_min, gpus, **rest):
+        from icl_sim.sweep import Executor
+
         return command(executor=Executor(kind, partition, timeout_min, gpus), **rest)
 
-    for option in reversed(executor_options):
-        build = option(build)
+    for executor_option in reversed(executor_options):
+        build = executor_option(build)
     return build
 
 
 @click.command("run")
 @click.argument("spec", type=click.Path(exists=True, dir_okay=False))
-@click.option("--out", "root", type=OutputDirectory(), help="sweep directory  [default: runs/SPEC's name]")
+@option("--out", "root", type=OutputDirectory(), help="sweep directory  [default: runs/SPEC's name]")
 @with_executor_options
 def sweep_run(spec, root, executor):
     """Train every run of grid SPEC (skipping finished runs, resuming interrupted ones); exit 1 if a job fails."""
+    from icl_sim.sweep import SweepFailed, read_spec, run_sweep
 
     root = root or Path("runs") / Path(spec).stem
     threads = click.get_current_context().find_root().params.get("threads")
@@ -54,6 +57,7 @@ def sweep_run(spec, root, executor):
 @click.argument("root", type=click.Path(exists=True, file_okay=False, path_type=Path))
 def sweep_status_command(root):
     """Each run of the sweep in ROOT: done, running, failed or pending, with its steps and final loss."""
+    from icl_sim.sweep import STATES, sweep_status
 
     rows = sweep_status(root)
     for row in rows:

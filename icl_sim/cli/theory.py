@@ -8,14 +8,14 @@ import time
 import click
 from tqdm import tqdm
 
-from icl_sim.claims import CLAIMS
-from icl_sim.claims.rendering import render
+from icl_sim.cli.given_once import option
 from icl_sim.cli.options import progress_option
 
 
 @click.command("list")
 def theory_list():
     """Every claim with its source."""
+    from icl_sim.claims import CLAIMS
 
     for claim in CLAIMS.values():
         click.echo(f"{claim.name:<30} {claim.summary}")
@@ -24,9 +24,10 @@ def theory_list():
 
 @click.command("show")
 @click.argument("name")
-@click.option("--latex", is_flag=True, help="print LaTeX instead of pretty-printed formulas")
+@option("--latex", is_flag=True, help="print LaTeX instead of pretty-printed formulas")
 def theory_show(name, latex):
     """The derivation of claim NAME, step by step, ending with the final formula."""
+    from icl_sim.claims.rendering import render
 
     claim = _claim(name)
     click.echo(f"{claim.name}: {claim.summary}\nsource: {claim.source}\n")
@@ -36,11 +37,12 @@ def theory_show(name, latex):
 
 @click.command("verify")
 @click.argument("names", nargs=-1)
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
+@option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
 @progress_option
 def theory_verify(names, seed, as_json, progress):
     """Check claims NAMES (default: all) against numbers; exit 1 if any fails."""
+    from icl_sim.claims import CLAIMS
 
     selected = [_claim(name) for name in names] or list(CLAIMS.values())
     results = []
@@ -64,6 +66,8 @@ def theory_verify(names, seed, as_json, progress):
 
 
 def _claim(name):
+    from icl_sim.claims import CLAIMS
+
     if name not in CLAIMS:
         raise ValueError(f"claim must be one of {', '.join(CLAIMS)}; got {name!r}")
     return CLAIMS[name]

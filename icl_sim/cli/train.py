@@ -6,30 +6,29 @@ import sys
 
 import click
 
+from icl_sim.cli import choices
 from icl_sim.cli.directories import OutputDirectory, removed_on_user_error
+from icl_sim.cli.given_once import option
 from icl_sim.cli.options import field_options, mapping_fields, progress_option
 from icl_sim.config import TrainConfig, read_config_file
-from icl_sim.models import MODELS
-from icl_sim.reports import train_config
-from icl_sim.run_io import CHECKPOINT_FILE, load_config
-from icl_sim.training import TrainingDiverged, train
 
 
 @click.command("train")
-@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
-              help="a YAML, JSON or TOML file of the options below by field name (a run's config.json too); "
-                   "options given here override it")
-@field_options(TrainConfig, choices={"model": sorted(MODELS)})
-@click.option("--dim", type=click.IntRange(min=1), help="input dimension d (the task's dimension parameter)")
-@click.option("--points", type=click.IntRange(min=1), help="points per prompt N, query included")
-@click.option("--layers", type=click.IntRange(min=1),
-              help="depth: layers (lsa, softmax-attention), n_layer (gpt), loops (looped models)")
-@click.option("--loops", type=click.IntRange(min=1), help="looped models: training loops b (model parameter `loops`)")
-@click.option("--loop-window", type=click.IntRange(min=0),
-              help="looped models: the loss averages over the last T loops (model parameter `loop_window`)")
-@click.option("--out", "run_dir", required=True, type=OutputDirectory(), help="run directory")
-@click.option("--resume", is_flag=True, help="continue the run saved in --out (other options must not be given, "
-              "except --steps to extend it and --device)")
+@option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
+        help="a YAML, JSON or TOML file of the options below by field name (a run's config.json too); "
+             "options given here override it")
+@field_options(TrainConfig, choices={"model": choices.MODELS})
+@option("--dim", type=click.IntRange(min=1), help="input dimension d (the task's dimension parameter)")
+@option("--points", type=click.IntRange(min=1), help="points per prompt N, query included")
+@option("--layers", type=click.IntRange(min=1),
+        help="depth: layers (lsa, softmax-attention), n_layer (gpt), loops (looped models)")
+@option("--loops", type=click.IntRange(min=1), help="looped models: training loops b (model parameter `loops`)")
+@option("--loop-window", type=click.IntRange(min=0),
+        help="looped models: the loss averages over the last T loops (model parameter `loop_window`)")
+@option("--out", "run_dir", required=True, type=OutputDirectory(), help="run directory")
+@option("--resume", is_flag=True,
+        help="continue the run saved in --out (other options must not be given, except --steps to extend it and "
+             "--device)")
 @progress_option
 def train_command(run_dir, resume, progress, config_file, dim, points, layers, loops, loop_window, **fields):
     """Train a model on a task; writes config.json, checkpoint.pt and metrics.jsonl to --out.
@@ -39,6 +38,9 @@ def train_command(run_dir, resume, progress, config_file, dim, points, layers, l
     --layers, --loops and --loop-window.  Setting one parameter twice (e.g. by --dim and by
     --task-param dim=...) is an error.  See icl_sim.reports.train_config.
     """
+    from icl_sim.reports import train_config
+    from icl_sim.run_io import CHECKPOINT_FILE, load_config
+    from icl_sim.training import TrainingDiverged, train
 
     ctx = click.get_current_context()
     given = [name for name in ctx.params if name not in ("run_dir", "resume", "progress")

@@ -1,0 +1,19 @@
+"""The names the command line offers as choices, here so that no ``--help`` imports the numerical libraries.
+
+Each tuple mirrors the registry or constant named beside it, which stays the source of truth; the
+names are repeated only because that registry lives beside the numerical code, and
+tests/test_cli.py holds each tuple equal to its source.
+"""
+
+#: the keys of icl_sim.models.MODELS, sorted
+MODELS = ("deep-linear", "disentangled", "gpt", "looped", "looped-lsa-ln", "lsa", "softmax-attention")
+#: icl_sim.probing.STEP_PARAMS
+STEP_PARAMS = ("shared", "per-step")
+#: icl_sim.probing.READOUTS
+READOUTS = ("direct", "fitted")
+#: icl_sim.reports.PRECONDITIONERS
+PRECONDITIONERS = ("identity", "optimal")
+#: icl_sim.paper_repro.SCALES
+SCALES = ("smoke", "quick", "full")
+#: icl_sim.sweep.EXECUTORS
+EXECUTORS = ("local", "slurm")
