@@ -15,6 +15,7 @@ from click.testing import CliRunner
 import icl_sim.cli as cli_module
 from icl_sim.cli import choices, cli
 from icl_sim.config import TrainConfig
+from icl_sim.latent_probes import CONTROLS, PROBES
 from icl_sim.models import MODELS
 from icl_sim.paper_repro import SCALES
 from icl_sim.probing import READOUTS, STEP_PARAMS
@@ -178,7 +179,8 @@ def test_every_help_starts_without_torch_sympy_or_matplotlib():
 @pytest.mark.parametrize("light, registry", [(choices.MODELS, tuple(sorted(MODELS))), (choices.READOUTS, READOUTS),
                                              (choices.STEP_PARAMS, STEP_PARAMS),
                                              (choices.PRECONDITIONERS, PRECONDITIONERS), (choices.SCALES, SCALES),
-                                             (choices.EXECUTORS, EXECUTORS)])
+                                             (choices.EXECUTORS, EXECUTORS), (choices.LATENT_PROBES, PROBES),
+                                             (choices.LATENT_CONTROLS, CONTROLS)])
 def test_light_choices_equal_their_registries(light, registry):
     assert light == registry
 

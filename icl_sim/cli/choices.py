@@ -17,3 +17,7 @@ PRECONDITIONERS = ("identity", "optimal")
 SCALES = ("smoke", "quick", "full")
 #: icl_sim.sweep.EXECUTORS
 EXECUTORS = ("local", "slurm")
+#: icl_sim.latent_probes.PROBES
+LATENT_PROBES = ("linear", "mlp")
+#: icl_sim.latent_probes.CONTROLS
+LATENT_CONTROLS = ("permuted", "query-projection")

@@ -71,9 +71,9 @@ def _rounded(value):
 @run_dir_argument
 @option("--latent", "--target", "target", required=True,
         help="w, xty ((1/n) Σ y_j x_j of the context) or any latent key of the task's prompts")
-@option("--probe", "probes", type=click.Choice(["linear", "mlp"]), multiple=True, default=["linear"],
+@option("--probe", "probes", type=click.Choice(choices.LATENT_PROBES), multiple=True, default=["linear"],
         show_default=True, help="probe kind (repeatable)")
-@option("--control", type=click.Choice(["permuted", "query-projection"]), default="permuted",
+@option("--control", type=click.Choice(choices.LATENT_CONTROLS), default="permuted",
         show_default=True, help="control task: targets of permuted prompts, or a random projection of x_query")
 @option("--num-fit", type=click.IntRange(min=2), default=2048, show_default=True, help="prompts to fit on")
 @option("--num-prompts", type=click.IntRange(min=2), default=1024, show_default=True, help="held-out prompts")
@@ -87,7 +87,8 @@ def probe_latent_command(run_dir, target, probes, control, num_fit, num_prompts,
                          progress):
     """Probe every layer's state at the final query for a latent (Akyürek et al.; Hewitt & Liang controls).
 
-    Writes RUN_DIR/probe/latent-TARGET.{csv,json,png} (latent-TARGET-query-projection with that control):
+    Writes RUN_DIR/probe/latent-TARGET.{csv,json,png}, the name extended by the probe kinds unless the
+    linear one alone (latent-TARGET-mlp, latent-TARGET-linear-mlp) and by -query-projection for that control:
     held-out r2, control_r2, selectivity, fit_r2, control_fit_r2; the figure: held-out R² by layer and probe.
     """
     from icl_sim.reports import probe_latent_run
