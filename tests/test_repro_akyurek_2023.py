@@ -3,7 +3,9 @@
 * ILWD of two linear predictors read from probe queries (``icl_sim.probe_metrics``) is ‖w₁ − w₂‖²,
   and the implicit weights equal numpy's least-squares fit to the probe outputs;
 * the Bayes-ridge risk (``ridge_bayes_risk``) matches a numpy Monte Carlo of the posterior mean's
-  error, and lies below the OLS and one-step-GD risks at the quick scale's (d, n, σ).
+  error, and lies below the OLS and one-step-GD risks at the quick scale's (d, n, σ);
+* the quick scale's MLP probe (the paper's kind, §5) decodes a latent held as a sum of products of
+  state coordinates, as Xᵀy is of x and y, which numpy's least-squares (linear) probe cannot.
 """
 import math
 
@@ -11,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from icl_sim.latent_probes import fit_mlp_probes, r_squared
 from icl_sim.paper_repro import akyurek_2023
 from icl_sim.probe_metrics import behaviours, compare, last
 from icl_sim.seeding import make_generator
@@ -59,3 +62,17 @@ def test_bayes_ridge_risk_matches_numpy_and_beats_ols_and_one_gd_step():
     for name, closed in (("ols", float(ols_risk(N, D, 1.0, SIGMA))), ("gd", one_step_gd_risk(D, N, SIGMA, 1.0))):
         assert abs(risks[name][0] - closed) <= 4 * risks[name][1]
         assert formula + 3 * error < closed
+
+
+def test_quick_mlp_probe_decodes_a_product_latent_that_a_linear_probe_cannot():
+    generator = torch.Generator().manual_seed(0)
+    fit, held_out, width = SETTINGS.probe_fit, 2048, 64  # width: the quick probe GPT's hidden state
+    states = torch.randn(fit + held_out, width, generator=generator, dtype=torch.float64)
+    latent = ((states[:, 0] * states[:, 1] + states[:, 2] * states[:, 3]) / math.sqrt(2)).unsqueeze(1)
+    predict = fit_mlp_probes(states[:fit], latent[:fit].unsqueeze(0), hidden=SETTINGS.mlp_probe_hidden,
+                             steps=SETTINGS.mlp_probe_steps, lr=SETTINGS.mlp_probe_lr, generator=generator)
+    assert r_squared(predict(states[fit:])[0], latent[fit:]) >= 0.8
+    design = np.c_[states.numpy(), np.ones(fit + held_out)]
+    coefficients = np.linalg.lstsq(design[:fit], latent[:fit].numpy(), rcond=None)[0]
+    residual = design[fit:] @ coefficients - latent[fit:].numpy()
+    assert 1 - (residual**2).sum() / ((latent[fit:].numpy() - latent[fit:].numpy().mean()) ** 2).sum() <= 0.05
