@@ -1,6 +1,6 @@
 """Speed ratios: icl-sim's all-prefix baselines against the straightforward per-prefix computation.
 
-Run: ``python benchmarks/bench_prefix_solvers.py [--repeats 5] [--batch 1280] [--quick]``.
+Run: ``python benchmarks/bench_prefix_solvers.py [--repeats 5] [--batch 1280] [--only OLS]``.
 
 Fairness: both sides run in this process on the same prompts (B = 1280, N = 41, d = 20, float64
 unless told otherwise), interleaved (ours, reference, ours, reference, ...) after one warm-up
@@ -158,6 +158,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1280)
     parser.add_argument("--points", type=int, default=41)
     parser.add_argument("--dim", type=int, default=20)
+    parser.add_argument("--only", default="", help="run only the cases whose name contains this text (e.g. OLS)")
     parser.add_argument("--memory-of", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_of:
@@ -172,6 +173,8 @@ def main() -> None:
     print(header)
     with torch.no_grad():
         for case, (name, ours, reference, *first) in enumerate(cases(args.batch, args.points, args.dim)):
+            if args.only.lower() not in name.lower():
+                continue
             deviation = relative_deviation(ours(), reference(), *first)
             memory = f"{peak_memory_mb(case, 0, args):.0f} / {peak_memory_mb(case, 1, args):.0f}"
             for threads in (1, default_threads):

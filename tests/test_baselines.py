@@ -81,9 +81,12 @@ def test_ols_weights_are_minimum_norm_when_rank_deficient():
 
 
 def test_ols_is_the_same_in_batch_chunks(monkeypatch):
+    """One prompt per chunk, in the factored path and in the SVD path (prompt 1 repeats a point), changes nothing."""
     xs, ys = prompt(5, 10, 4)
+    xs[1, 2] = xs[1, 0]
     whole = OLS().predict(xs, ys)
-    monkeypatch.setattr(baselines, "CHUNK_BYTES", 1)  # one prompt per chunk
+    monkeypatch.setattr(baselines, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(OLS, "FACTOR_CHUNK_BYTES", 1)
     torch.testing.assert_close(OLS().predict(xs, ys), whole, rtol=1e-12, atol=1e-12)
 
 
@@ -96,6 +99,25 @@ def test_ols_nested_factorisations_match_numpy_lstsq_on_every_prefix():
         for i in range(1, 31):
             expected = lstsq(xs[b, :i].numpy(), ys[b, :i].numpy())
             assert np.linalg.norm(weights[b, i].numpy() - expected) <= 1e-9 * np.linalg.norm(expected)
+
+
+@pytest.mark.parametrize("condition", [1e6, 1e8])
+def test_ols_nested_factorisations_certify_ill_conditioned_prompts(condition):
+    """Singular values spread over ``condition``: the refinement converges (the fast path keeps every prompt) and
+    agrees with lstsq on every prefix to within rounding, a few eps·cond (measured 3-10 eps·cond)."""
+    g = torch.Generator().manual_seed(0)
+    rotation = torch.linalg.qr(torch.randn(8, 8, generator=g, dtype=torch.float64))[0]
+    spread = torch.logspace(0, -np.log10(condition), 8, dtype=torch.float64)
+    xs = torch.randn(8, 24, 8, generator=g, dtype=torch.float64) * spread @ rotation
+    ys = (xs @ torch.randn(8, 8, 1, generator=g, dtype=torch.float64)).squeeze(-1)
+    ys = ys + 0.1 * torch.randn(8, 24, generator=g, dtype=torch.float64)
+    weights, certified = OLS()._factored(xs, ys)
+    assert bool(certified.all())
+    for b in range(8):
+        for i in range(1, 24):
+            expected = lstsq(xs[b, :i].numpy(), ys[b, :i].numpy())
+            error = np.linalg.norm(weights[b, i].numpy() - expected) / np.linalg.norm(expected)
+            assert error <= 100 * np.finfo(np.float64).eps * condition
 
 
 def test_ols_sends_rank_deficient_prompts_to_the_svd_path():

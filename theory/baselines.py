@@ -345,14 +345,19 @@ class OLS(LinearBaseline):
       X_{<i} = L_i Q[:, :i]ᵀ.  Forward substitution is prefix-consistent, so z = L⁻¹ y_{<d}
       once gives w_i = Σ_{c<i} z_c q_c for every i ≤ d: a cumulative sum.  Backward stable
       (error ~ cond(X_{<i})·eps, as an SVD), O(d³) per prompt instead of O(N d³).
-    * i > d: G_i = X_dᵀ (I + Z_mᵀ Z_m) X_d with Z = X_{d:} X_d⁻¹ and m = i − d, and by Woodbury
-      (I + Z_mᵀZ_m)⁻¹ = I − Z_mᵀ K_m⁻¹ Z_m, where K_m = I + Z_m Z_mᵀ is the leading m × m block of
-      one (N−d) × (N−d) matrix K: one Cholesky of K factors every prefix, and zero-padded
-      right-hand sides turn all prefixes' triangular solves into one solve with N−d columns.
-      Started from the square solution w_d, then one step of iterative refinement with the
-      residual y_{<i} − X_{<i} w_i computed from the data (semi-normal equations with a
-      correction step, Björck 1987); prompts whose last correction is still above
-      ``OLS.REFINE_TOL`` (relative) get up to ``OLS.MAX_REFINEMENTS`` steps in all.
+    * i = d + m > d: with t = X_{<d} w and Z = X_{d:} X_{<d}⁻¹ the problem is
+      min_t ‖t − y_{<d}‖² + ‖Z_m t − y_{d:d+m}‖², solved by t_m = y_{<d} + Z_mᵀ K_m⁻¹ r_m, where
+      r = y_{d:} − X_{d:} w_d is the residual of the square solution on the later points and
+      K_m = I + Z_m Z_mᵀ is the leading m × m block of K = I + Z Zᵀ = C Cᵀ.  Forward substitution
+      is prefix-consistent here too: Z_mᵀ K_m⁻¹ r_m = Σ_{c<m} s_c y_c with s = C⁻¹ r and y_c the
+      rows of Y = C⁻¹ Z, so all prefixes' t_m are one more cumulative sum; w = X_{<d}⁻¹ t_m.
+      Then one step of iterative refinement with the residuals y_{<i} − X_{<i} w_i computed
+      from the data (corrected semi-normal equations, Björck 1987) and the same factors,
+      G_i⁻¹ = X_{<d}⁻¹ (I − Y_mᵀ Y_m) X_{<d}⁻ᵀ; prompts whose last correction is still above
+      ``OLS.REFINE_TOL`` (relative) get up to ``OLS.MAX_REFINEMENTS`` steps in all.  All of it
+      runs in Q's basis, where the first d points are the rows of L: residuals and corrections
+      then use the same factors, and the steps converge (to the solution for the data L Qᵀ
+      represents, within rounding of X) even for prompts as ill-conditioned as κ ~ 1e8.
     * Certificates, per prompt, else that prompt takes the SVD path: every factor finite;
       κ_i = ‖X_{<i}‖_F ‖L_i⁻¹‖_F ≥ cond(X_{<i}) below ``OLS.CUTOFF_MARGIN``/(eps·max(i, d)) for
       every prefix (s_min(X_{<i}) ≥ s_min(X_{<d}) for i > d), so lstsq's cut-off drops no
@@ -361,14 +366,16 @@ class OLS(LinearBaseline):
 
     Why this route (``benchmarks/bench_prefix_solvers.py``, ``benchmarks/RESULTS.md``; B = 1280,
     N = 41, d = 20, float64): against a loop of batched ``torch.linalg.lstsq`` (gelsd) calls, one
-    per prefix, the previous SVD of every masked N × d design was ~10× slower; per-prefix
-    Cholesky of the cumulative Gram matrices (B·N factorisations plus a (B, N, d, d) cumulative
-    sum, 170 MB) spent ~0.25 s in batched ``cholesky`` and ~0.6 s in page faults of the cumsum
-    on this machine; recursive least squares is a Python loop over positions with
-    (B, d, d) updates and no error control.  This route holds (B, d, d)-sized tensors only,
-    and its max relative deviation from per-prefix lstsq is ~3e-12 (weights, normwise) on
-    Gaussian prompts, worst at i = d; without the refinement step it is ~1e-4 for the
-    worst-conditioned prompts, hence the step.
+    per prefix, an SVD of every masked N × d design was ~10× slower; per-prefix Cholesky of the
+    cumulative Gram matrices (B·N factorisations plus a (B, N, d, d) cumulative sum, 170 MB)
+    spent ~0.25 s in batched ``cholesky`` and ~0.6 s in page faults of the cumsum on this
+    machine; recursive least squares is a Python loop over positions with (B, d, d) updates and
+    no error control.  This route costs one QR, one Cholesky, two triangular solves and about a
+    dozen batched d × d products per prompt, on (B, N, d)-sized tensors only; solving all i > d
+    through zero-padded triangular solves with N − d right-hand sides instead of the cumulative
+    sums took 1.5× the time.  Its max relative deviation from per-prefix lstsq is ~4e-12
+    (weights, normwise) on Gaussian prompts, worst at i = d; ~2e-10 for i > d without the
+    refinement step and ~3e-13 with it.
     """
 
     #: κ_i·eps·max(i, d) must stay below 1/CUTOFF_MARGIN for the fast path (else SVD)
@@ -377,8 +384,17 @@ class OLS(LinearBaseline):
     REFINE_TOL = 1e-11
     #: refinement steps at most (the first for every prompt, the rest for unconverged prompts)
     MAX_REFINEMENTS = 3
+    #: the batch is factored in chunks whose (B, N, d) tensors stay under this many bytes: 2 MB, cache-sized
+    #: (1.3-1.5x faster than one chunk of B = 1280, N = 41, d = 20 here; far smaller chunks pay Python overheads)
+    FACTOR_CHUNK_BYTES = 2 ** 21
 
     def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        _, n, d = xs.shape
+        chunk = max(1, self.FACTOR_CHUNK_BYTES // (n * d * xs.element_size()))
+        return torch.cat([self._chunk_weights(x, y) for x, y in zip(xs.split(chunk), ys.split(chunk))])
+
+    def _chunk_weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        """Weights (B, N, d) of one chunk: factored, and by SVD for the prompts the factors do not certify."""
         weights, certified = self._factored(xs, ys)
         if not bool(certified.all()):
             rest = (~certified).nonzero().squeeze(-1)
@@ -395,50 +411,78 @@ class OLS(LinearBaseline):
         """Weights (B, N, d) by the nested factorisations, and whether each prompt is certified (B,)."""
         batch, n, d = xs.shape
         k = min(n, d)
-        eps = torch.finfo(xs.dtype).eps
-        weights = xs.new_zeros(batch, n, d)
-        q, r = torch.linalg.qr(xs[:, :k].mT)  # X_{<k} = L Qᵀ with L = Rᵀ
-        lower = r.mT
+        first = xs[:, :k]
+        q, r = torch.linalg.qr(first.mT)  # X_{<k} = L Qᵀ with L = Rᵀ
         eye = torch.eye(k, dtype=xs.dtype, device=xs.device)
-        inverse = torch.linalg.solve_triangular(lower, eye.expand(batch, k, k), upper=False)
+        inverse = torch.linalg.solve_triangular(r.mT, eye.expand(batch, k, k), upper=False)
         z = (inverse @ ys[:, :k, None]).squeeze(-1)
-        weights[:, 1:k + 1] = (z[:, None, :] * q).cumsum(dim=-1).mT[:, :n - 1]
-        # κ_i ≥ cond(X_{<i}): ‖L_i⁻¹‖_F is a leading block's norm, ‖X_{<i}‖_F a prefix norm
+        square = (z[:, None, :] * q).cumsum(dim=-1).mT  # row i − 1: w_i, i = 1, …, k
+        certified = self._well_conditioned(xs, inverse) & torch.isfinite(z).all(dim=1)
+        parts = [xs.new_zeros(batch, 1, d), square[:, :n - 1]]
+        if n - 1 > d:
+            later, converged = self._overdetermined(xs, ys, q, r.mT, inverse, z)
+            parts.append(later)
+            certified &= converged
+        return torch.cat(parts, dim=1), certified
+
+    def _well_conditioned(self, xs: torch.Tensor, inverse: torch.Tensor) -> torch.Tensor:
+        """Whether κ_i·eps·max(i, d) < 1/``CUTOFF_MARGIN`` for every prefix i ≥ 1 of each prompt (B,).
+
+        κ_i = ‖X_{<i}‖_F ‖L_i⁻¹‖_F ≥ cond(X_{<i}): ‖L_i⁻¹‖_F is a leading block's norm (a cumulative
+        sum over the rows of L⁻¹), kept at its i = d value beyond; ‖X_{<i}‖_F a prefix norm.
+        """
+        _, n, d = xs.shape
         inverse_norms = inverse.square().sum(-1).cumsum(-1).sqrt()
+        beyond = max(0, n - 1 - inverse.shape[-1])
+        inverse_norms = torch.cat([inverse_norms[:, :n - 1], inverse_norms[:, -1:].expand(-1, beyond)], dim=1)
         data_norms = xs[:, :n - 1].square().sum(-1).cumsum(-1).sqrt()
         sizes = torch.arange(1, n, dtype=xs.dtype, device=xs.device).clamp(min=d)
-        kappa = torch.cat([inverse_norms[:, :n - 1], inverse_norms[:, -1:].expand(-1, max(0, n - 1 - k))], dim=1)
-        kappa = kappa * data_norms
-        certified = (kappa * eps * sizes * self.CUTOFF_MARGIN < 1).all(dim=1) & torch.isfinite(z).all(dim=1)
+        eps = torch.finfo(xs.dtype).eps
+        return (inverse_norms * data_norms * eps * sizes * self.CUTOFF_MARGIN < 1).all(dim=1)
+
+    def _overdetermined(self, xs: torch.Tensor, ys: torch.Tensor, q: torch.Tensor, lower: torch.Tensor,
+                        inverse: torch.Tensor, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Weights (B, N−1−d, d) of the prefixes i = d+1, …, N−1, and whether each prompt converged (B,).
+
+        Computed in Q's basis, u = Qᵀw, where the first d points are the rows of L (``lower``, with
+        ``inverse`` L⁻¹) and the later ones those of X_{d:} Q; there u_d = z = L⁻¹ y_{<d}.
+        """
+        _, n, d = xs.shape
         extra = n - 1 - d
-        if extra > 0:
-            later, targets = xs[:, d:n - 1] @ q, ys[:, d:n - 1]  # in Q's basis X_{<d} becomes L
-            z_later = later @ inverse  # Z = X_{d:} X_d⁻¹ in that basis
-            factor, info = torch.linalg.cholesky_ex(
-                torch.eye(extra, dtype=xs.dtype, device=xs.device) + z_later @ z_later.mT)
-            # column m − 1 is prefix i = d + m: it keeps the first m later rows
-            keep = torch.ones(extra, extra, dtype=xs.dtype, device=xs.device).triu()
-            system = (lower, inverse, z_later, factor, keep)
-            w = z[..., None] + _woodbury_solve(system, later.mT @ ((targets[..., None] - later @ z[..., None]) * keep))
-            active = torch.arange(batch, device=xs.device)
-            for _ in range(self.MAX_REFINEMENTS):
-                part = tuple(t[active] for t in system[:4]) + (keep,)
-                current = w[active]
-                residual_first = ys[active, :d, None] - part[0] @ current
-                residual_later = (targets[active, :, None] - later[active] @ current) * keep
-                gradient = part[0].mT @ residual_first + later[active].mT @ residual_later
-                correction = _woodbury_solve(part, gradient)
-                w[active] = current + correction
-                size = (correction.norm(dim=1) / w[active].norm(dim=1).clamp(min=torch.finfo(xs.dtype).tiny))
-                unconverged = ~(size.amax(dim=1) <= self.REFINE_TOL)
-                active = active[unconverged]
-                if active.numel() == 0:
-                    break
-            converged = torch.ones(batch, dtype=torch.bool, device=xs.device)
-            converged[active] = False
-            certified &= converged & (info == 0) & torch.isfinite(w).all(dim=(1, 2))
-            weights[:, d + 1:] = (q @ w).mT
-        return weights, certified
+        later = xs[:, d:n - 1] @ q
+        z_later = later @ inverse  # Z = X_{d:} X_{<d}⁻¹
+        eye = torch.eye(extra, dtype=xs.dtype, device=xs.device)
+        factor, info = torch.linalg.cholesky_ex(torch.baddbmm(eye, z_later, z_later.mT))  # K = I + Z Zᵀ = C Cᵀ
+        y_rows = torch.linalg.solve_triangular(factor, z_later, upper=False)  # Y = C⁻¹ Z
+        s = torch.linalg.solve_triangular(factor, ys[:, d:n - 1, None] - later @ z[..., None], upper=False)
+        t = (s * y_rows).cumsum(dim=1) + ys[:, None, :d]  # row m − 1: t_m of prefix i = d + m
+        rotated = inverse @ t.mT  # column m − 1: u_{d+m} = L⁻¹ t_m
+        # keep[j, m − 1]: whether point j is in prefix i = d + m (j < d + m)
+        keep = torch.ones(n - 1, extra, dtype=xs.dtype, device=xs.device).triu(diagonal=-d)
+        system = (torch.cat([lower, later], dim=1), ys[:, :n - 1, None], inverse, y_rows)
+        rotated, converged = self._refine(system, keep, rotated, self.MAX_REFINEMENTS)
+        return (q @ rotated).mT, converged & (info == 0) & torch.isfinite(rotated).all(dim=(1, 2))
+
+    def _refine(self, system: tuple[torch.Tensor, ...], keep: torch.Tensor, rotated: torch.Tensor,
+                steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Weights u = Qᵀw (B, d, N−1−d) refined ``steps`` times at most, and whether each prompt converged (B,).
+
+        One step, in Q's basis where the points are the rows of A = [L; X_{d:} Q]: residuals
+        r_i = y_{<i} − A_{<i} u_i from the data, gradients g_i = A_{<i}ᵀ r_i, and u_i += L⁻¹ (h − Y_mᵀ Y_m h)
+        with h = L⁻ᵀ g_i (see ``OLS``).  Further steps run on the prompts not yet converged only.
+        """
+        design, targets, inverse, y_rows = system
+        d = rotated.shape[1]
+        residual = torch.baddbmm(targets, design, rotated, alpha=-1).mul_(keep)
+        h = inverse.mT @ (design.mT @ residual)
+        correction = inverse @ torch.baddbmm(h, y_rows.mT, (y_rows @ h) * keep[d:], alpha=-1)
+        rotated = rotated + correction
+        converged = (correction.square().sum(1) <= self.REFINE_TOL ** 2 * rotated.square().sum(1)).all(dim=1)
+        if steps == 1 or bool(converged.all()):
+            return rotated, converged
+        rest = (~converged).nonzero().squeeze(-1)
+        part, part_converged = self._refine(tuple(t[rest] for t in system), keep, rotated[rest], steps - 1)
+        return rotated.index_put((rest,), part), converged.index_put((rest,), part_converged)
 
     @staticmethod
     def _min_norm(designs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -450,19 +494,6 @@ class OLS(LinearBaseline):
         projections = (u.mT @ targets[..., None]).squeeze(-1)
         coefficients = torch.where(kept, projections / torch.where(kept, s, 1), 0)
         return (vh.mT @ coefficients[..., None]).squeeze(-1)
-
-
-def _woodbury_solve(system, gradient: torch.Tensor) -> torch.Tensor:
-    """G_{d+m}⁻¹ g_m for every column m − 1 of ``gradient`` (B, d, N−d−1), in Q's basis (see ``OLS``).
-
-    G_{d+m} = Lᵀ (I + Z_mᵀ Z_m) L, so G⁻¹ g = L⁻¹ (h − Z_mᵀ K_m⁻¹ Z_m h) with h = L⁻ᵀ g; K_m⁻¹ by the
-    leading block of K's Cholesky factor C, on right-hand sides zero-padded past row m.
-    """
-    lower, inverse, z_later, factor, keep = system
-    h = torch.linalg.solve_triangular(lower.mT, gradient, upper=True)
-    t = torch.linalg.solve_triangular(factor, (z_later @ h) * keep, upper=False) * keep
-    u = torch.linalg.solve_triangular(factor.mT, t, upper=True)
-    return inverse @ (h - z_later.mT @ u)
 
 
 class KNN(Baseline):
