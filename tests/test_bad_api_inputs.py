@@ -65,6 +65,7 @@ BAD_CALLS = {
     "OLS predict no points": (lambda: OLS().predict(XS[:, :0], YS[:, :0]), "xs"),
     "OLS predict d = 0": (lambda: OLS().predict(XS[..., :0], YS), "xs"),
     "OLS predict NaN in xs": (lambda: OLS().predict(with_nan(XS), YS), "xs"),
+    "OLS predict -inf in xs": (lambda: OLS().predict(XS.index_fill(2, torch.tensor([1]), -math.inf), YS), "xs"),
     "Ridge predict inf in ys": (lambda: Ridge(1.0).predict(XS, YS.index_fill(1, torch.tensor([2]), math.inf)), "ys"),
     "OLS predict complex xs": (lambda: OLS().predict(XS.to(torch.complex64), YS), "xs"),
     "PreconditionedGD predict other d": (lambda: PreconditionedGD(2, 0.1, torch.eye(4)).predict(XS, YS),
