@@ -167,7 +167,7 @@ def colors_by_label(panels: Sequence[Panel]) -> dict[str, tuple]:
 
 
 def _draw_panel(axes, panel: Panel, colors: Mapping[str, tuple]) -> None:
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
     for curve in panel.curves:
         color = colors[curve.label]
@@ -180,6 +180,8 @@ def _draw_panel(axes, panel: Panel, colors: Mapping[str, tuple]) -> None:
         axes.axhspan(target.low, target.high, color=colors[target.label], alpha=0.12, linewidth=0)
     axes.set_xscale(panel.xscale)
     axes.set_yscale(panel.yscale)
+    if panel.xscale == "linear" and all(float(x).is_integer() for curve in panel.curves for x in curve.x):
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # layers, loops, examples: no tick at 1.5
     if panel.ylim is not None:
         axes.set_ylim(*panel.ylim)
     for axis, scale, limits in ((axes.xaxis, panel.xscale, axes.get_xlim()),

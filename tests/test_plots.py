@@ -53,3 +53,16 @@ def test_a_label_has_one_colour_in_every_panel():
     assert lines[0]["Least squares"] == lines[1]["Least squares"]
     colours = [lines[0]["Transformer"], lines[0]["Least squares"], lines[0]["required"], lines[1]["Averaging"]]
     assert len(set(colours)) == 4
+
+
+def test_integer_x_values_get_integer_ticks_only():
+    """Depths 1, 2, 4 are labelled 1, 2, 3, 4, not 1.0, 1.5, ...; fractional x keep fractional ticks."""
+    ticks = {}
+    for name, x in (("depths", [1, 2, 4]), ("scales", [0.5, 0.75, 1.0])):
+        axes = Figure().subplots()
+        panel = Panel("x", "y", [Curve("c", x, [1.0, 2.0, 3.0])])
+        _draw_panel(axes, panel, colors_by_label([panel]))
+        low, high = axes.get_xlim()
+        ticks[name] = [tick for tick in axes.get_xticks() if low <= tick <= high]
+    assert ticks["depths"] and all(float(tick).is_integer() for tick in ticks["depths"])
+    assert not all(float(tick).is_integer() for tick in ticks["scales"])
