@@ -216,11 +216,14 @@ class StepwiseGD(StatisticsBaseline):
 def gradient_descent(gram: torch.Tensor, moment: torch.Tensor, step_sizes) -> torch.Tensor:
     """w ← w − η_t (Ĝ w − b̂) from w = 0, each step size in turn: Ĝ (..., d, d), b̂ (..., d) → w (..., d).
 
-    A matrix-vector product per step, cheaper than an eigendecomposition for a few steps.
+    A matrix-vector product per step, cheaper than an eigendecomposition for a few steps.  It is written
+    as a product and a sum over the last axis, vectorised over every prefix of the chunk at once: as a
+    batched ``gram @ w`` each of the tiny d × d products pays its own kernel overhead (GD(100) over all
+    prefixes, B = 1280, N = 41, d = 20, one thread: 1.9-2.1 s against 3.2-4.1 s).
     """
     w = torch.zeros_like(moment)
     for size in step_sizes:
-        w = w - size * ((gram @ w[..., None]).squeeze(-1) - moment)
+        w = w - size * ((gram * w[..., None, :]).sum(dim=-1) - moment)
     return w
 
 
