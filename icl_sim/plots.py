@@ -180,8 +180,12 @@ def _draw_panel(axes, panel: Panel, colors: Mapping[str, tuple]) -> None:
         axes.axhspan(target.low, target.high, color=colors[target.label], alpha=0.12, linewidth=0)
     axes.set_xscale(panel.xscale)
     axes.set_yscale(panel.yscale)
-    if panel.xscale == "linear" and all(float(x).is_integer() for curve in panel.curves for x in curve.x):
-        axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # layers, loops, examples: no tick at 1.5
+    ys = [y for curve in panel.curves for y in (*curve.y, *(curve.low or ()), *(curve.high or ()))]
+    ys += [y for target in panel.targets for y in (target.value, target.low, target.high)]
+    for axis, scale, values in ((axes.xaxis, panel.xscale, [x for curve in panel.curves for x in curve.x]),
+                                (axes.yaxis, panel.yscale, ys)):
+        if scale == "linear" and all(float(value).is_integer() for value in values):
+            axis.set_major_locator(MaxNLocator(integer=True))  # layers, loops, rounds: no tick at 1.5
     if panel.ylim is not None:
         axes.set_ylim(*panel.ylim)
     for axis, scale, limits in ((axes.xaxis, panel.xscale, axes.get_xlim()),

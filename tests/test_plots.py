@@ -66,3 +66,17 @@ def test_integer_x_values_get_integer_ticks_only():
         ticks[name] = [tick for tick in axes.get_xticks() if low <= tick <= high]
     assert ticks["depths"] and all(float(tick).is_integer() for tick in ticks["depths"])
     assert not all(float(tick).is_integer() for tick in ticks["scales"])
+
+
+def test_integer_y_values_get_integer_ticks_only():
+    """Rounds needed 2, 3, 4 are labelled 2, 3, 4, not 2.25, 2.5, ...; a curve with a fractional band does not."""
+    ticks = {}
+    for name, curve in (("rounds", Curve("c", [4, 8, 12], [2, 3, 4])),
+                        ("banded", Curve("c", [4, 8, 12], [2, 3, 4], low=[1.5, 2.5, 3.5], high=[2.5, 3.5, 4.5]))):
+        axes = Figure().subplots()
+        panel = Panel("x", "y", [curve])
+        _draw_panel(axes, panel, colors_by_label([panel]))
+        low, high = axes.get_ylim()
+        ticks[name] = [tick for tick in axes.get_yticks() if low <= tick <= high]
+    assert ticks["rounds"] and all(float(tick).is_integer() for tick in ticks["rounds"])
+    assert not all(float(tick).is_integer() for tick in ticks["banded"])
