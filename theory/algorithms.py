@@ -14,12 +14,8 @@ import torch
 
 from icl_sim.validation import check_float, check_int, checked_floats
 
-from .baselines import LinearBaseline, PointsOnlyBaseline, StatisticsBaseline, in_eigenbasis
+from .baselines import LinearBaseline, PointsOnlyBaseline, StatisticsBaseline, batch_chunks, in_eigenbasis, matvec
 from .prefix import outer_products, prefix_mean, prefix_sum
-
-
-def _matvec(matrix: torch.Tensor, vector: torch.Tensor) -> torch.Tensor:
-    return (matrix @ vector[..., None]).squeeze(-1)
 
 
 def _float64_matrix(name: str, value, ndim: int) -> torch.Tensor:
@@ -84,7 +80,7 @@ def preconditioned_descent(gram: torch.Tensor, moment: torch.Tensor, preconditio
     """w ← w − A_t (Ĝ w − b̂) from w = 0 for each matrix A_t in turn: Ĝ (..., d, d), b̂ (..., d) → w (..., d)."""
     w = torch.zeros_like(moment)
     for step in preconditioners:
-        w = w - _matvec(step, _matvec(gram, w) - moment)
+        w = w - matvec(step, matvec(gram, w) - moment)
     return w
 
 
@@ -227,7 +223,7 @@ class RecursiveLeastSquares(LinearBaseline):
         for j in range(n):
             out[:, j] = w
             x = xs[:, j]
-            px = _matvec(p, x)
+            px = matvec(p, x)
             gain = px / (1 + (x * px).sum(-1, keepdim=True))
             w = w + gain * (ys[:, j] - (x * w).sum(-1))[:, None]
             p = p - gain[:, :, None] * px[:, None, :]
@@ -287,11 +283,15 @@ class PowerMethod(PointsOnlyBaseline):
         return self.predict(xs)
 
     def _predict_points(self, xs: torch.Tensor) -> torch.Tensor:
+        return torch.cat([self._chunk_directions(chunk) for (chunk,) in batch_chunks(xs)])
+
+    def _chunk_directions(self, xs: torch.Tensor) -> torch.Tensor:
+        """``directions`` of a chunk whose prefix second-moment matrices (B, N, d, d) are cache-sized."""
         gram = prefix_mean(outer_products(xs))
         d = xs.shape[-1]
         v = torch.full(xs.shape, d ** -0.5, dtype=xs.dtype, device=xs.device)
         for _ in range(self.steps):
-            image = _matvec(gram, v)
+            image = matvec(gram, v)
             norm = torch.linalg.vector_norm(image, dim=-1, keepdim=True)
             v = torch.where(norm > 0, image / torch.where(norm > 0, norm, 1.0), v)
         return v
