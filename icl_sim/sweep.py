@@ -30,6 +30,7 @@ import yaml
 from icl_sim.atomic import write_text
 from icl_sim.config import TrainConfig
 from icl_sim.evaluation import write_table
+from icl_sim.failures import RunFailed
 from icl_sim.models import InContextModel
 from icl_sim.plots import Curve, Panel, draw_figure
 from icl_sim.reports import train_config
@@ -46,7 +47,7 @@ STATES = ("done", "running", "failed", "pending")
 SPEC_FILE, JOBS_FILE, RUNS_FOLDER, JOBS_FOLDER = "sweep.json", "jobs.json", "runs", "jobs"
 
 
-class SweepFailed(RuntimeError):
+class SweepFailed(RunFailed):
     """Some runs' jobs ended before their runs did."""
 
 

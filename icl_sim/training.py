@@ -22,6 +22,7 @@ from tqdm import tqdm
 from icl_sim.atomic import remove_leftovers
 from icl_sim.config import TrainConfig
 from icl_sim.distributed import World, current_world, parallel, process_group
+from icl_sim.failures import RunFailed
 from icl_sim.models import InContextModel
 from icl_sim.prompt import Prompt
 from icl_sim.run_io import (CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, build_run_model, load_checkpoint, load_config,
@@ -30,7 +31,7 @@ from icl_sim.seeding import derive_seed, make_generator, seed_global_generators
 from icl_sim.tasks import Task, make_task
 
 
-class TrainingDiverged(RuntimeError):
+class TrainingDiverged(RunFailed):
     """The training loss became NaN or infinite."""
 
 

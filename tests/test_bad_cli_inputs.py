@@ -16,7 +16,8 @@ from click.testing import CliRunner
 from icl_sim.cli import cli
 from icl_sim.config import TrainConfig
 from icl_sim.run_io import CHECKPOINT_FILE, CHECKSUM_FILE, CONFIG_FILE
-from icl_sim.training import train
+from icl_sim.sweep import SweepFailed
+from icl_sim.training import TrainingDiverged, train
 
 TINY = ["--dim", "3", "--points", "6", "--steps", "4", "--batch-size", "8", "--device", "cpu", "--no-progress"]
 
@@ -222,3 +223,33 @@ def test_a_bug_keeps_its_traceback(workspace, monkeypatch):
     monkeypatch.setattr("icl_sim.training.train", lambda *args, **kwargs: {}["missing"])
     result = CliRunner().invoke(cli, ["train", *TINY, "--out", "new"])
     assert isinstance(result.exception, KeyError)
+
+
+DIVERGED = TrainingDiverged("training loss became nan before step 3; lower --lr or set --grad-clip")
+JOBS_DIED = SweepFailed("1 of 2 runs failed, e.g. lr=0.1: killed (job logs in runs/jobs); run again to resume them")
+
+
+@pytest.mark.parametrize("command, failing, error", [
+    (["train", *TINY, "--out", "new"], "icl_sim.training.train", DIVERGED),
+    (["sweep", "run", "spec.yaml"], "icl_sim.sweep.run_sweep", JOBS_DIED),
+    (["repro", "run", "wu-2023", "--scale", "full", "--out", "repro"], "icl_sim.paper_repro.run_reproduction",
+     JOBS_DIED),
+])
+def test_a_failed_run_is_one_line_with_exit_status_1(command, failing, error, workspace, monkeypatch):
+    """A run that diverged or a sweep whose jobs died (``RunFailed``): one line, status 1, not a traceback."""
+    (workspace / "spec.yaml").write_text("base: {task: linear-regression}\ngrid: {lr: [0.001, 0.1]}\n")
+    monkeypatch.setattr(failing, raising(error))
+    result = CliRunner().invoke(cli, command)
+    assert result.exit_code == 1 and result.stderr.splitlines() == [f"Error: {error}"], \
+        (result.stderr, result.exception)
+
+
+def test_a_diverging_train_keeps_its_directory_and_exits_1(workspace):
+    result = CliRunner().invoke(cli, ["train", "--dim", "3", "--points", "6", "--batch-size", "16", "--layers", "3",
+                                      "--lr", "1e4", "--lr-schedule", "constant", "--warmup-steps", "0",
+                                      "--steps", "200", "--log-every", "1", "--device", "cpu", "--no-progress",
+                                      "--out", "diverged"])
+    lines = result.stderr.strip().splitlines()
+    assert result.exit_code == 1 and len(lines) == 1 and lines[0].startswith("Error: training loss became "), \
+        (result.stderr, result.exception)
+    assert "lower --lr" in lines[0] and (workspace / "diverged" / CONFIG_FILE).is_file()

@@ -1,7 +1,9 @@
 """One error path for the command line: every failure a user can cause ends in one line ``Error: ...``.
 
 A bad value, file or directory, a corrupt run, memory or disk space running out: each becomes one
-line naming what to change, exit status 2.  Any other exception is a bug and keeps its traceback.
+line naming what to change, exit status 2.  A run that failed (``icl_sim.failures.RunFailed``: it
+diverged, a sweep's jobs died) is one line too, exit status 1.  Any other exception is a bug and keeps
+its traceback.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import sys
 import click
 
 from icl_sim.cli.lazy import LazyGroup
+from icl_sim.failures import RunFailed
 from icl_sim.memory import format_bytes
 
 #: what an OSError's errno asks the user to do
@@ -67,6 +70,8 @@ class OneLineErrors(LazyGroup):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort, BrokenPipeError):
             raise
+        except RunFailed as error:  # a diverged run, a sweep's failed jobs: exit status 1
+            raise click.ClickException(str(error)) from None
         except Exception as error:
             message = user_error_message(error)
             if message is None:

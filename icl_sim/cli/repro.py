@@ -40,7 +40,6 @@ def repro_list():
 def repro_run(name, run_all, scale, seeds, out_dir, device, progress, executor):
     """Run reproduction NAME (or --all): figure, results table and checks.json; exit 1 if a check fails."""
     from icl_sim.paper_repro import REPRODUCTIONS, run_reproduction
-    from icl_sim.sweep import SweepFailed
 
     if run_all == (name is not None):
         raise click.UsageError("give a reproduction NAME or --all (see `icl-sim repro list`)")
@@ -49,13 +48,9 @@ def repro_run(name, run_all, scale, seeds, out_dir, device, progress, executor):
     for current in names:
         target = Path(out_dir or "runs") / f"{current}-{scale}" if run_all or not out_dir else Path(out_dir)
         start = time.perf_counter()
-        try:
-            with removed_on_user_error(target, keep="runs"):
-                checks = run_reproduction(current, scale, target, seeds=seeds, device=device, progress=progress,
-                                          executor=executor)
-        except SweepFailed as error:
-            click.echo(f"Error: {error}", err=True)
-            sys.exit(1)
+        with removed_on_user_error(target, keep="runs"):
+            checks = run_reproduction(current, scale, target, seeds=seeds, device=device, progress=progress,
+                                      executor=executor)
         for check in checks:
             click.echo(check.describe())
         failed = sum(not check.passed for check in checks)

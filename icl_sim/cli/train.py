@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
 
 import click
 
@@ -40,7 +39,7 @@ def train_command(run_dir, resume, progress, config_file, dim, points, layers, l
     """
     from icl_sim.reports import train_config
     from icl_sim.run_io import CHECKPOINT_FILE, load_config
-    from icl_sim.training import TrainingDiverged, train
+    from icl_sim.training import train
 
     ctx = click.get_current_context()
     given = [name for name in ctx.params if name not in ("run_dir", "resume", "progress")
@@ -57,10 +56,6 @@ def train_command(run_dir, resume, progress, config_file, dim, points, layers, l
         values.update({name: fields[name] for name in given if name in fields and name not in pairs})
         config = train_config(values, **{name: fields[name] for name in pairs}, dim=dim, points=points,
                               layers=layers, loops=loops, loop_window=loop_window)
-    try:
-        with removed_on_user_error(run_dir, keep=CHECKPOINT_FILE):
-            train(config, run_dir, resume=resume, progress=progress)
-    except TrainingDiverged as error:
-        click.echo(f"Error: {error}", err=True)
-        sys.exit(1)
+    with removed_on_user_error(run_dir, keep=CHECKPOINT_FILE):
+        train(config, run_dir, resume=resume, progress=progress)
     click.echo(f"trained {config.model} on {config.task} for {config.steps} steps -> {run_dir}")
