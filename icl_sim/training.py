@@ -206,7 +206,8 @@ def _resumable_state(config: TrainConfig, run_dir: Path, device: torch.device) -
     """The checkpoint to continue ``config`` from (None: from step 0), after checking that there is work left."""
     if not (run_dir / CONFIG_FILE).is_file():
         raise ValueError(f"--resume: {str(run_dir)!r} holds no run to resume (no {CONFIG_FILE})")
-    saved, given = json.loads(load_config(run_dir).to_json()), json.loads(config.to_json())
+    saved_config = load_config(run_dir)
+    saved, given = json.loads(saved_config.to_json()), json.loads(config.to_json())
     changed = [name for name in given if given[name] != saved[name] and name not in ("steps", "device")]
     if changed:
         raise ValueError(f"--resume continues the run in {str(run_dir)!r}, whose {CONFIG_FILE} has another "
@@ -219,7 +220,7 @@ def _resumable_state(config: TrainConfig, run_dir: Path, device: torch.device) -
     if config.steps == done:
         raise ValueError(f"{str(run_dir)!r} has already trained all its {done} steps; pass --steps above {done} "
                          f"to train it further")
-    _warn_if_schedule_changes(load_config(run_dir), config, done)
+    _warn_if_schedule_changes(saved_config, config, done)
     return state
 
 
