@@ -19,13 +19,25 @@ def test_panels_beyond_a_row_wrap_onto_the_next(tmp_path):
     assert 1.8 * height < wrapped_height < 2.2 * height
 
 
-def _tick_labels(panel):
-    figure = Figure()
-    axes = figure.subplots()
+def _drawn(panel):
+    """Axes with ``panel`` drawn in the gallery's style."""
+    axes = Figure().subplots()
     _draw_panel(axes, panel, colors_by_label([panel]))
-    figure.canvas.draw()
+    return axes
+
+
+def _tick_labels(panel):
+    axes = _drawn(panel)
+    axes.figure.canvas.draw()
     low, high = axes.get_ylim()
     return [t.get_text() for t in axes.yaxis.get_ticklabels() if t.get_text() and low <= t.get_position()[1] <= high]
+
+
+def _visible_ticks(curve, axis: str) -> list[float]:
+    """The major tick positions within the limits of ``axis`` ("x" or "y") of a panel holding ``curve``."""
+    axes = _drawn(Panel("x", "y", [curve]))
+    low, high = getattr(axes, f"get_{axis}lim")()
+    return [tick for tick in getattr(axes, f"get_{axis}ticks")() if low <= tick <= high]
 
 
 def test_a_log_axis_within_one_decade_is_labelled_with_plain_numbers():
@@ -57,26 +69,15 @@ def test_a_label_has_one_colour_in_every_panel():
 
 def test_integer_x_values_get_integer_ticks_only():
     """Depths 1, 2, 4 are labelled 1, 2, 3, 4, not 1.0, 1.5, ...; fractional x keep fractional ticks."""
-    ticks = {}
-    for name, x in (("depths", [1, 2, 4]), ("scales", [0.5, 0.75, 1.0])):
-        axes = Figure().subplots()
-        panel = Panel("x", "y", [Curve("c", x, [1.0, 2.0, 3.0])])
-        _draw_panel(axes, panel, colors_by_label([panel]))
-        low, high = axes.get_xlim()
-        ticks[name] = [tick for tick in axes.get_xticks() if low <= tick <= high]
-    assert ticks["depths"] and all(float(tick).is_integer() for tick in ticks["depths"])
-    assert not all(float(tick).is_integer() for tick in ticks["scales"])
+    depths = _visible_ticks(Curve("c", [1, 2, 4], [1.0, 2.0, 3.0]), "x")
+    scales = _visible_ticks(Curve("c", [0.5, 0.75, 1.0], [1.0, 2.0, 3.0]), "x")
+    assert depths and all(float(tick).is_integer() for tick in depths)
+    assert not all(float(tick).is_integer() for tick in scales)
 
 
 def test_integer_y_values_get_integer_ticks_only():
     """Rounds needed 2, 3, 4 are labelled 2, 3, 4, not 2.25, 2.5, ...; a curve with a fractional band does not."""
-    ticks = {}
-    for name, curve in (("rounds", Curve("c", [4, 8, 12], [2, 3, 4])),
-                        ("banded", Curve("c", [4, 8, 12], [2, 3, 4], low=[1.5, 2.5, 3.5], high=[2.5, 3.5, 4.5]))):
-        axes = Figure().subplots()
-        panel = Panel("x", "y", [curve])
-        _draw_panel(axes, panel, colors_by_label([panel]))
-        low, high = axes.get_ylim()
-        ticks[name] = [tick for tick in axes.get_yticks() if low <= tick <= high]
-    assert ticks["rounds"] and all(float(tick).is_integer() for tick in ticks["rounds"])
-    assert not all(float(tick).is_integer() for tick in ticks["banded"])
+    rounds = _visible_ticks(Curve("c", [4, 8, 12], [2, 3, 4]), "y")
+    banded = _visible_ticks(Curve("c", [4, 8, 12], [2, 3, 4], low=[1.5, 2.5, 3.5], high=[2.5, 3.5, 4.5]), "y")
+    assert rounds and all(float(tick).is_integer() for tick in rounds)
+    assert not all(float(tick).is_integer() for tick in banded)
