@@ -104,6 +104,11 @@ def load_checkpoint(run_dir, device="cpu") -> dict:
     return state
 
 
+def trained_steps(run_dir) -> int:
+    """The steps the run in ``run_dir`` has checkpointed (0 if none)."""
+    return load_checkpoint(run_dir)["step"] if (Path(run_dir) / CHECKPOINT_FILE).is_file() else 0
+
+
 def load_model_state(model: InContextModel, state: dict, run_dir) -> None:
     """Load a checkpoint's weights into ``model``; a weight of another name or shape is a one-line error."""
     expected = model.state_dict()

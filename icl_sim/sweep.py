@@ -34,7 +34,7 @@ from icl_sim.failures import RunFailed
 from icl_sim.models import InContextModel
 from icl_sim.plots import Curve, Panel, draw_figure
 from icl_sim.reports import train_config
-from icl_sim.run_io import CHECKPOINT_FILE, CONFIG_FILE, load_checkpoint, load_config, read_metrics
+from icl_sim.run_io import CONFIG_FILE, load_config, read_metrics, trained_steps
 from icl_sim.threads import use_threads
 from icl_sim.training import train
 from icl_sim.validation import check_choice
@@ -126,11 +126,6 @@ def resolved_config(base: dict[str, Any], swept: Mapping[str, Any]) -> TrainConf
 def run_id(config: TrainConfig) -> str:
     """The name of ``config``'s run directory: the first 12 hex digits of the sha256 of its JSON."""
     return hashlib.sha256(config.to_json().encode()).hexdigest()[:12]
-
-
-def trained_steps(run_dir: Path) -> int:
-    """The steps the run in ``run_dir`` has checkpointed (0 if none)."""
-    return load_checkpoint(run_dir)["step"] if (run_dir / CHECKPOINT_FILE).is_file() else 0
 
 
 def train_remaining(config: TrainConfig, run_dir, threads: int | None = None,

@@ -21,7 +21,7 @@ from icl_sim.evaluation import write_table
 from icl_sim.models import InContextModel
 from icl_sim.plots import draw_figure
 from icl_sim.prompt import Prompt
-from icl_sim.run_io import CHECKPOINT_FILE, CONFIG_FILE, load_checkpoint, load_config
+from icl_sim.run_io import CHECKPOINT_FILE, CONFIG_FILE, load_config, trained_steps
 from icl_sim.seeding import make_generator
 from icl_sim.sweep import Executor, execute_runs
 from icl_sim.training import resolve_device
@@ -75,7 +75,7 @@ def _resumable_step(config: TrainConfig, run_dir: Path) -> int | None:
         return 0
     if load_config(run_dir).to_json() != config.to_json() or not (run_dir / CHECKPOINT_FILE).exists():
         return None
-    step = load_checkpoint(run_dir)["step"]
+    step = trained_steps(run_dir)
     return step if step < config.steps else None
 
 

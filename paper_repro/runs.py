@@ -6,7 +6,7 @@ from typing import Callable
 
 from icl_sim.config import TrainConfig
 from icl_sim.models import InContextModel
-from icl_sim.run_io import CHECKPOINT_FILE, CONFIG_FILE, load_checkpoint, load_config, load_run, read_metrics
+from icl_sim.run_io import CONFIG_FILE, load_config, load_run, read_metrics, trained_steps
 from icl_sim.training import train
 
 
@@ -23,7 +23,7 @@ def train_or_reuse(config: TrainConfig, run_dir, *, progress: bool,
         saved = load_config(run_dir)
         if saved.to_json() != config.to_json():  # as saved: JSON has lists where the config has tuples
             raise ValueError(f"out directory {str(run_dir)!r} holds a run with another config; choose another --out")
-        if not (run_dir / CHECKPOINT_FILE).exists() or load_checkpoint(run_dir)["step"] < config.steps:
+        if trained_steps(run_dir) < config.steps:
             model = train(config, run_dir, resume=True, progress=progress, log_extra=log_extra)
         else:
             model = load_run(run_dir, config.device)
