@@ -159,7 +159,8 @@ def probe_latent_run(run_dir, target: str, *, probes=("linear",), control: str =
 
     Writes ``NAME.{csv,json}`` and ``NAME.png`` (held-out R² by layer and probe) to ``out_dir``
     (default ``RUN_DIR/probe``), NAME being ``latent-TARGET``, then the probe kinds other than the default
-    linear one alone (``-mlp``, ``-linear-mlp``), then ``-query-projection`` for that control; returns the records and the paths (``csv``, ``json``, ``figure``).
+    linear one alone (``-mlp``, ``-linear-mlp``), then ``-query-projection`` for that control; returns the
+    records and the paths (``csv``, ``json``, ``figure``).
     """
     config = load_config(run_dir)
     device, task = resolve_device(device), make_task(config.task, **config.task_params)

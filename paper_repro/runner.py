@@ -3,7 +3,8 @@
 ``run_reproduction(reproduction, scale, out_dir)`` trains each declared run (over ``seeds``
 seeds) in ``out_dir/runs/NAME/seed-K``, reusing a finished run and resuming an interrupted
 one (runs of one architecture train together as an ensemble, ``icl_sim.ensemble``), then
-writes ``results.{csv,json}``, ``checks.json`` and ``figure.{png,pdf}`` to ``out_dir``.  Held-out prompts come from named streams fixed here, disjoint from training.
+writes ``results.{csv,json}``, ``checks.json`` and ``figure.{png,pdf}`` to ``out_dir``.  Held-out
+prompts come from named streams fixed here, disjoint from training.
 """
 from __future__ import annotations
 

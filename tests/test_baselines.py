@@ -192,7 +192,8 @@ ALL = [OLS(), Ridge(0.5), GD(3, 0.2), Averaging(), KNN(3), Zero()]
 
 
 # NaN, inf, strings, negative or non-integer counts: tests/test_contracts.py, for every baseline.
-@pytest.mark.parametrize("make, name", [(lambda: Ridge(0.0), "lam"), (lambda: Ridge(-1.0), "lam"), (lambda: KNN(0), "k")])
+@pytest.mark.parametrize("make, name", [(lambda: Ridge(0.0), "lam"), (lambda: Ridge(-1.0), "lam"),
+                                        (lambda: KNN(0), "k")])
 def test_bad_parameters_name_the_parameter(make, name):
     with pytest.raises(ValueError, match=name):
         make()

@@ -376,7 +376,8 @@ MODEL_CASES = (
        ("gpt", dict(n_layer=2, n_embd=16, n_head=2), VECTOR_LABELS),
        ("softmax-attention", dict(heads=2, init_scale=0.3), VECTOR_LABELS),
        ("looped", dict(n_embd=16, n_head=2, loops=3, loop_window=1), VECTOR_LABELS)])
-MODEL_IDS = [_case_id(name, params) + ("-vector" if task == VECTOR_LABELS else "") for name, params, task in MODEL_CASES]
+MODEL_IDS = [_case_id(name, params) + ("-vector" if task == VECTOR_LABELS else "")
+             for name, params, task in MODEL_CASES]
 
 
 def test_model_tables_name_registered_models():

@@ -303,9 +303,11 @@ def test_registered_with_cli_dimension_and_typed_parameters():
 @pytest.mark.parametrize("params, name", [
     ({"nodes": 1}, "nodes"), ({"reachable_fraction": 1.5}, "reachable_fraction"),
     ({"min_nodes": 1}, "min_nodes"), ({"nodes": 8, "min_nodes": 9}, "min_nodes"),
-    ({"average_degree": -1.0}, "average_degree"), ({"generator": "chain", "nodes": 8, "path_length": 8}, "path_length"),
+    ({"average_degree": -1.0}, "average_degree"),
+    ({"generator": "chain", "nodes": 8, "path_length": 8}, "path_length"),
     ({"path_length": 0}, "path_length"), ({"max_diameter": 0}, "max_diameter"),
-    ({"generator": "bounded-diameter", "nodes": 8, "max_diameter": 3, "components": 5}, "components"), ({"components": 0}, "components"),
+    ({"generator": "bounded-diameter", "nodes": 8, "max_diameter": 3, "components": 5}, "components"),
+    ({"components": 0}, "components"),
     ({"extra_edges": 2.0}, "extra_edges"),
 ])
 def test_invalid_parameters_name_the_parameter(params, name):
