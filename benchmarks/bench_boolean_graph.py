@@ -24,7 +24,7 @@ import os
 import networkx as nx
 import numpy as np
 import torch
-from bench_prefix_solvers import interleaved_medians
+from bench_prefix_solvers import interleaved_medians, load_average
 
 from icl_sim.tasks import make_task
 from icl_sim.theory.boolean_learners import (ConjunctionElimination, DisjunctionElimination, HammingKNN,
@@ -226,7 +226,7 @@ def main() -> None:
     parser.add_argument("--graph-batch", type=int, default=1024)
     args = parser.parse_args()
     print(f"torch {torch.__version__}, networkx {nx.__version__}, {os.cpu_count()} CPUs, default threads "
-          f"{torch.get_num_threads()}, load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}, repeats "
+          f"{torch.get_num_threads()}, load average {load_average()}, repeats "
           f"{args.repeats} (interleaved, median)", flush=True)
     print(f"{'computation':<72} {'threads':>7} {'ours s':>8} {'ref s':>8} {'ratio':>7} {'max diff':>8}")
     for name, threads, ours, reference, difference in measure(args.batch, args.graph_batch, args.repeats):

@@ -29,6 +29,11 @@ from icl_sim.models import build_model
 from icl_sim.theory import GD, OLS, Newton, Ridge
 
 
+def load_average() -> str:
+    """The 1-, 5- and 15-minute load averages, for the first line of every benchmark's output."""
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
 def interleaved_medians(ours, reference, repeats: int) -> tuple[float, float]:
     """Median seconds of each side, run alternately ``repeats`` times after one warm-up each."""
     ours(), reference()
@@ -166,7 +171,7 @@ def main() -> None:
         return
     default_threads = torch.get_num_threads()
     print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, default threads {default_threads}, "
-          f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}, repeats {args.repeats} "
+          f"load average {load_average()}, repeats {args.repeats} "
           "(interleaved, median)", flush=True)
     header = (f"{'computation':<46} {'threads':>7} {'ours s':>8} {'ref s':>8} {'ratio':>7} {'rel dev':>8} "
               f"{'peak MB':>15}")

@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 import torch
-from bench_prefix_solvers import interleaved_medians
+from bench_prefix_solvers import interleaved_medians, load_average
 from torch import nn
 
 from icl_sim.models import build_model
@@ -233,7 +233,7 @@ def main() -> None:
         return
     parts = args.part or ["lsa", "gpt", "compile"]
     print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, default threads {DEFAULT_THREADS}, load average "
-          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}, repeats {args.repeats} (interleaved, median)")
+          f"{load_average()}, repeats {args.repeats} (interleaved, median)")
     print(f"{'case':<58} {'thr':>3} {'ours ms':>9} {'ref ms':>9} {'ratio':>7} {'peak MB o/r':>13}")
     if "lsa" in parts:
         for batch in args.batch or [64, 256]:

@@ -27,7 +27,7 @@ import bench_startup
 import bench_threads
 import bench_training_step
 import torch
-from bench_prefix_solvers import interleaved_medians
+from bench_prefix_solvers import interleaved_medians, load_average
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small settings: about ten minutes, noisier ratios")
     settings = SETTINGS["quick" if parser.parse_args().quick else "recorded"]
     print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, threads {thread_counts()}, load average "
-          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}; {settings}", flush=True)
+          f"{load_average()}; {settings}", flush=True)
     ratios = []
     for title, benchmark in BENCHMARKS.items():
         print(f"\n== {title}", flush=True)
@@ -165,7 +165,7 @@ def main() -> None:
     print(f"\n== summary: {len(ratios) - len(missed)} of {len(ratios)} figures meet or have no goal; NOT MET:")
     for ratio in missed:
         print(ratio.line())
-    print(f"load average at the end {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(f"load average at the end {load_average()}")
 
 
 if __name__ == "__main__":
