@@ -58,11 +58,9 @@ def check_ensemble(configs: Sequence[TrainConfig]) -> None:
             if value != shared[name]:
                 raise ValueError(f"ensemble runs must share {name}: run 0 has {shared[name]!r}, run {index} has "
                                  f"{value!r}; train them in separate ensembles")
-    if first.model_params.get("dropout", 0.0) > 0:
-        raise ValueError(f"model_params dropout must be 0 in an ensemble (got {first.model_params['dropout']}): "
-                         f"its masks could not match separate runs'; train such runs alone")
-    if first.compile:
-        raise ValueError("compile must be false in an ensemble: torch.compile applies to runs trained alone")
+    reason = _why_alone(first)  # the other runs share its model_params and compile
+    if reason is not None:
+        raise ValueError(reason)
     if launched_by_torchrun() or current_world().size > 1:
         raise ValueError("an ensemble trains in one process, and every torchrun process would write every run: "
                          "launch it without torchrun (torchrun is for one large run, icl-sim train)")
@@ -73,10 +71,20 @@ def ensemble_groups(configs: Sequence[TrainConfig]) -> list[list[int]]:
     that must train alone), in order of first appearance."""
     groups: dict[str, list[int]] = {}
     for index, config in enumerate(configs):
-        alone = config.compile or config.model_params.get("dropout", 0.0) > 0
+        alone = _why_alone(config) is not None
         key = f"alone {index}" if alone else json.dumps(_shared_settings(config), sort_keys=True, default=str)
         groups.setdefault(key, []).append(index)
     return list(groups.values())
+
+
+def _why_alone(config: TrainConfig) -> str | None:
+    """Why ``config``'s run must train alone, as the error :func:`check_ensemble` raises; None if it need not."""
+    if config.model_params.get("dropout", 0.0) > 0:
+        return (f"model_params dropout must be 0 in an ensemble (got {config.model_params['dropout']}): its masks "
+                f"could not match separate runs'; train such runs alone")
+    if config.compile:
+        return "compile must be false in an ensemble: torch.compile applies to runs trained alone"
+    return None
 
 
 def _shared_settings(config: TrainConfig) -> dict:
