@@ -9,6 +9,8 @@ Sections (one printed line each):
   float32, bf16 autocast, and bf16 autocast under ``torch.compile``, each with fused Adam on CUDA.
   FLOPs per step are counted by torch's own ``FlopCounterMode`` (forward + backward matmuls and
   attention), and MFU is achieved FLOP/s over the device's dense bf16 peak (``--peak-tflops``).
+- the tiny GPT's step (d = 5, batch 64): eager, compiled, and compiled with CUDA graphs (``compile_mode=
+  "reduce-overhead"``), which replay its many small kernels with one launch.
 - the probe of a 12-layer GPT on 4,096 prompts (``icl_sim.probing.probe``, GD, shared step size).
 - ensembles: K = 8 runs as one batched computation against the 8 runs one after another
   (``bench_ensemble.measure``, one-layer LSAs and tiny GPTs), the throughput ratio.
@@ -29,7 +31,8 @@ from icl_sim.config import TrainConfig
 from icl_sim.models import build_model
 from icl_sim.probing import probe
 from icl_sim.tasks import make_task
-from icl_sim.training import make_optimizer, make_scheduler, optimisation_step, training_batch
+from icl_sim.training import (make_optimizer, make_scheduler, optimisation_step, training_batch,
+                              training_forward)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_ensemble import CASES, measure  # noqa: E402
@@ -49,14 +52,14 @@ def step_function(config: TrainConfig, device: torch.device):
     task = make_task(config.task, **config.task_params)
     torch.manual_seed(0)
     model = build_model(config.model, task.dim, task.points, task.target_dim, **config.model_params).to(device)
-    if config.compile:
-        model.compile()
+    forward = training_forward(model, config, device)
     optimizer = make_optimizer(model, config)
     scheduler = make_scheduler(optimizer, config)
 
     def step(index: int) -> torch.Tensor:
         prompt = training_batch(task, config, index, device)
-        return optimisation_step(model, optimizer, scheduler, prompt, task, config, index, device).detach()
+        return optimisation_step(model, optimizer, scheduler, prompt, task, config, index, device,
+                                 forward=forward).detach()
 
     return step, model
 
@@ -84,7 +87,7 @@ def median_step_seconds(step, device: torch.device, warmup: int, repeats: int) -
 def training_steps(args, device: torch.device) -> None:
     size = "tiny" if args.tiny else "standard"
     config = TrainConfig(task="linear-regression", task_params={"dim": 20, "points": 41}, model="gpt",
-                         model_params={"size": size}, batch_size=64, device=device.type, lr=1e-4)
+                         model_params={"size": size}, batch_size=64, loss_on="all", device=device.type, lr=1e-4)
     flops = None
     for label, amp, compiled in (("float32", False, False), ("bf16 autocast", True, False),
                                  ("bf16 autocast + compile", True, True)):
@@ -102,6 +105,21 @@ def training_steps(args, device: torch.device) -> None:
         print(f"gpt {size} ({parameters:,} parameters) train step, {label}: {seconds * 1e3:.2f} ms, "
               f"{flops / 1e9:.2f} GFLOP/step, {achieved:.2f} TFLOP/s, MFU {achieved / args.peak_tflops:.1%} "
               f"(warm-up and repeats {warm:.1f} s)", flush=True)
+
+
+def launch_bound_steps(args, device: torch.device) -> None:
+    """The tiny GPT on d = 5 (garg-2022's quick run): a step of small kernels, eager against ``torch.compile``
+    and against its CUDA graphs (``compile_mode="reduce-overhead"``)."""
+    config = TrainConfig(task="linear-regression", task_params={"dim": 5, "points": 11}, model="gpt",
+                         model_params={"size": "tiny"}, batch_size=64, loss_on="all", device=device.type,
+                         lr=1e-4)
+    variants = {"eager": config, "compile": dataclasses.replace(config, compile=True),
+                "CUDA graphs": dataclasses.replace(config, compile=True, compile_mode="reduce-overhead")}
+    seconds = {label: median_step_seconds(step_function(variant, device)[0], device, args.warmup, args.repeats)
+               for label, variant in variants.items()}
+    print("gpt tiny on d = 5, batch 64, train step: " + ", ".join(
+        f"{label} {1e3 * value:.2f} ms ({seconds['eager'] / value:.2f}x)" for label, value in seconds.items()),
+        flush=True)
 
 
 def probe_time(args, device: torch.device) -> None:
@@ -138,6 +156,7 @@ def main() -> None:
     name = torch.cuda.get_device_name(0) if device.type == "cuda" else "CPU"
     print(f"torch {torch.__version__} on {name}", flush=True)
     training_steps(args, device)
+    launch_bound_steps(args, device)
     probe_time(args, device)
     ensemble_throughput(args, device)
 

@@ -3,6 +3,11 @@
 Each field carries its default, its help and (``minimum``, ``strict``, ``choices``) its valid values in its
 ``metadata``: ``__post_init__`` checks them and ``icl-sim train`` builds one option per field from them, so a
 new training setting is one line here.  :func:`read_config_file` reads the same fields from YAML, JSON or TOML.
+
+A field added after runs were first saved is marked ``added`` (the date it came): a saved config may lack
+it, and then it takes its default, which must be the behaviour those runs were trained with; and a config
+at that default leaves it out of its JSON, so that every config saved before it keeps its JSON, its sweep
+hash (:func:`icl_sim.sweep.run_id`) and its reuse by reproductions.
 """
 from __future__ import annotations
 
@@ -28,6 +33,8 @@ OPTIMIZERS = ("adam", "adamw", "sgd")
 LR_SCHEDULES = ("constant", "cosine", "geometric")
 LOSS_POSITIONS = ("last", "all")
 DEVICES = ("auto", "cpu", "cuda")
+#: torch.compile's modes: reduce-overhead replays CUDA graphs, max-autotune also searches kernel configurations
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 
 
 @dataclass(frozen=True)
@@ -58,7 +65,7 @@ class Curriculum:
 
 def _field(default, help: str, **metadata):
     """A TrainConfig field: default, help, and optionally ``minimum`` (``strict``), ``choices``, ``metavar``,
-    ``default_text`` (what --help says the default is, where it is not the field's)."""
+    ``default_text`` (what --help says the default is, where it is not the field's), ``added`` (see above)."""
     return field(default=default, metadata={"help": help, **metadata})
 
 
@@ -98,6 +105,9 @@ class TrainConfig:
     device: str = _field("auto", "auto: cuda if available", choices=DEVICES)
     amp: bool = _field(True, "bf16 autocast on CUDA (ignored on CPU)")
     compile: bool = _field(False, "torch.compile the model")
+    compile_mode: str = _field("default", "torch.compile's mode, with --compile: reduce-overhead replays CUDA "
+                               "graphs (for small models, whose GPU steps are launch-bound)", choices=COMPILE_MODES,
+                               added="2026-12-01")
     curriculum_dims: Curriculum | None = _field(None, "grow the active dimensions (Garg et al.: 5:1:2000)",
                                                 metavar="START:INC:EVERY")
     curriculum_points: Curriculum | None = _field(None, "grow the prompt length (Garg et al.: 11:2:2000)",
@@ -127,15 +137,27 @@ class TrainConfig:
             check_float(f"betas[{index}]", beta, 0.0, maximum=1.0)
             if beta == 1.0:
                 raise ValueError(f"betas[{index}] must be < 1, got {beta}")
+        if self.compile_mode != "default" and not self.compile:
+            raise ValueError(f"compile_mode {self.compile_mode!r} needs compile to be true")
         object.__setattr__(self, "betas", tuple(self.betas))  # JSON gives a list
 
+    def settings(self) -> dict[str, Any]:
+        """Every field as JSON has it (lists for tuples, dicts for curricula), for comparing two configs."""
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
     def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+        """The saved form: every field, except an ``added`` field at its default (see the module's docstring)."""
+        saved = {name: value for name, value in self.settings().items()
+                 if not (name in ADDED_FIELDS and getattr(self, name) == ADDED_FIELDS[name])}
+        return json.dumps(saved, indent=2, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "TrainConfig":
         return cls(**typed_parameters(cls, json.loads(text)))
 
+
+#: the fields added after runs were first saved -> their default, the behaviour of the runs saved before them
+ADDED_FIELDS = {spec.name: spec.default for spec in dataclasses.fields(TrainConfig) if "added" in spec.metadata}
 
 #: config file suffix -> parser of its text
 CONFIG_FORMATS = {".yaml": yaml.safe_load, ".yml": yaml.safe_load, ".json": json.loads, ".toml": tomllib.loads}

@@ -90,27 +90,18 @@ def process_group(device: torch.device) -> Iterator[tuple[torch.device, World]]:
         distributed.destroy_process_group()
 
 
-class _TrainingPredictions(nn.Module):
-    """A model seen through its ``training_predictions``: DistributedDataParallel synchronises what ``forward`` runs."""
-
-    def __init__(self, model: nn.Module):
-        super().__init__()
-        self.model = model
-
-    def forward(self, xs, ys, step, last_only):
-        return self.model.training_predictions(xs, ys, step, last_only)
-
-
 class DistributedModel(DistributedDataParallel):
-    """``model`` under DistributedDataParallel, with the ``training_predictions`` the training loss calls."""
+    """A module computing ``training_predictions`` as its forward (:class:`icl_sim.training.TrainingPredictions`)
+    under DistributedDataParallel, which synchronises what that forward runs; with the ``training_predictions``
+    the training loss calls."""
 
-    def __init__(self, model: nn.Module, device: torch.device):
-        super().__init__(_TrainingPredictions(model), device_ids=[device.index] if device.type == "cuda" else None)
+    def __init__(self, forward: nn.Module, device: torch.device):
+        super().__init__(forward, device_ids=[device.index] if device.type == "cuda" else None)
 
     def training_predictions(self, xs, ys, step, last_only):
         return self(xs, ys, step, last_only)
 
 
-def parallel(model: nn.Module, device: torch.device, world: World) -> nn.Module:
-    """``model`` for the training loss: under DistributedDataParallel when several processes train it."""
-    return DistributedModel(model, device) if world.size > 1 else model
+def parallel(forward: nn.Module, device: torch.device, world: World) -> nn.Module:
+    """``forward`` (see :class:`DistributedModel`) under DistributedDataParallel when several processes train it."""
+    return DistributedModel(forward, device) if world.size > 1 else forward

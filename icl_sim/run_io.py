@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from icl_sim.atomic import atomic_path, write_text
-from icl_sim.config import TrainConfig
+from icl_sim.config import ADDED_FIELDS, TrainConfig
 from icl_sim.models import MODELS, InContextModel, build_model
 from icl_sim.params import typed_parameters
 from icl_sim.tasks import TASKS, make_task
@@ -37,7 +37,8 @@ def save_config(run_dir, config: TrainConfig) -> None:
 
 
 def load_config(run_dir) -> TrainConfig:
-    """The run's TrainConfig; every field present, none unknown, every value (task and model too) valid."""
+    """The run's TrainConfig; every field present (but those added since it was saved), none unknown, every
+    value (task and model too) valid."""
     path = Path(run_dir) / CONFIG_FILE
     if not path.is_file():
         raise ValueError(f"run directory {str(run_dir)!r} has no {CONFIG_FILE}: not an icl-sim run")
@@ -48,7 +49,8 @@ def load_config(run_dir) -> TrainConfig:
     if not isinstance(data, dict):
         raise ValueError(f"{path} must hold a JSON object of training settings, got {type(data).__name__}")
     fields = [spec.name for spec in dataclasses.fields(TrainConfig)]
-    unknown, missing = sorted(set(data) - set(fields)), [name for name in fields if name not in data]
+    unknown = sorted(set(data) - set(fields))
+    missing = [name for name in fields if name not in data and name not in ADDED_FIELDS]
     if unknown or missing:
         problem = f"unknown key {unknown[0]!r}" if unknown else f"missing key {missing[0]!r}"
         raise ValueError(f"{path}: {problem} (edited, or written by another icl-sim version); restore it as it was "

@@ -207,7 +207,7 @@ def _resumable_state(config: TrainConfig, run_dir: Path, device: torch.device) -
     if not (run_dir / CONFIG_FILE).is_file():
         raise ValueError(f"--resume: {str(run_dir)!r} holds no run to resume (no {CONFIG_FILE})")
     saved_config = load_config(run_dir)
-    saved, given = json.loads(saved_config.to_json()), json.loads(config.to_json())
+    saved, given = saved_config.settings(), config.settings()
     changed = [name for name in given if given[name] != saved[name] and name not in ("steps", "device")]
     if changed:
         raise ValueError(f"--resume continues the run in {str(run_dir)!r}, whose {CONFIG_FILE} has another "
@@ -322,17 +322,46 @@ class RunLog:
         return mean
 
 
+class TrainingPredictions(nn.Module):
+    """``model.training_predictions`` as a module's forward: what ``torch.compile`` compiles and
+    DistributedDataParallel synchronises (a model's cheaper training paths, such as the last position
+    alone, bypass its own ``forward``).  It holds nothing but ``model``."""
+
+    def __init__(self, model: InContextModel):
+        super().__init__()
+        self.model = model
+
+    def forward(self, xs: torch.Tensor, ys: torch.Tensor, step: int, last_only: bool) -> list[torch.Tensor]:
+        return self.model.training_predictions(xs, ys, step, last_only)
+
+    def training_predictions(self, xs: torch.Tensor, ys: torch.Tensor, step: int,
+                             last_only: bool) -> list[torch.Tensor]:
+        return self(xs, ys, step, last_only)
+
+
+def training_forward(model: InContextModel, config: TrainConfig, device: torch.device,
+                     world: World = World()) -> nn.Module:
+    """What the training loss calls for ``model``'s predictions: compiled in ``config.compile_mode`` if
+    ``config.compile``, and under DistributedDataParallel when the ``world`` has several processes."""
+    forward = TrainingPredictions(model)
+    if config.compile:
+        forward.compile(mode=config.compile_mode)
+    return parallel(forward, device, world)
+
+
 def optimisation_step(model: nn.Module, optimizer: torch.optim.Optimizer, scheduler, prompt: Prompt, task: Task,
                       config: TrainConfig, step: int, device: torch.device, *, forward: nn.Module | None = None
                       ) -> torch.Tensor:
     """Step ``step`` of ``config``'s training on ``prompt``, and its loss (attached to the graph).
 
     Dropout draws from (seed, step), the loss is computed under :func:`autocast_context` by ``forward``
-    (``model`` itself, or its DistributedDataParallel wrapper), then backward, the gradient clipping of
+    (``model`` itself, or its :func:`training_forward`: compiled, distributed), then backward, the gradient clipping of
     ``config``, the optimiser's and the schedule's step.  The one training step that ``train`` runs and
     that the benchmarks time.
     """
     seed_global_generators(derive_seed(config.seed, "dropout", step), device)
+    if config.compile and config.compile_mode == "reduce-overhead":
+        torch.compiler.cudagraph_mark_step_begin()  # the last step's CUDA-graph outputs may be overwritten
     with autocast_context(config, device):
         loss = task_loss(forward or model, prompt, task, config.loss_on, step)
     optimizer.zero_grad(set_to_none=True)
@@ -348,10 +377,8 @@ def _run_steps(model, optimizer, scheduler, task, config, run_dir, device, state
                world: World):
     """Steps from the checkpoint ``state`` (None: step 0) to ``config.steps``; a :class:`RunLog` logs and saves
     (on rank 0 of the ``world``, the whole batch's loss: the mean of the ranks' equally sized shares)."""
-    if config.compile:
-        model.compile()  # in place, so that every method that calls the model runs compiled
     log = RunLog(model, optimizer, scheduler, task, config, run_dir, device, state, log_extra, writes=world.is_main)
-    trained = parallel(model.train(), device, world)
+    trained = training_forward(model.train(), config, device, world)
     bar = tqdm(total=config.steps, initial=log.start, disable=not (progress and world.is_main), desc="train",
                dynamic_ncols=True)
     try:

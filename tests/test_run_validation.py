@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,8 +16,10 @@ import torch
 from test_training import tiny_config
 
 from icl_sim import atomic
+from icl_sim.config import ADDED_FIELDS, TrainConfig
 from icl_sim.run_io import (CHECKPOINT_FILE, CHECKSUM_FILE, CONFIG_FILE, METRICS_FILE, load_checkpoint, load_config,
                             load_run, read_metrics, save_checkpoint)
+from icl_sim.sweep import run_id
 from icl_sim.training import train
 
 
@@ -98,6 +101,34 @@ def test_an_unreadable_config_names_config_json(run, text):
 
 def test_the_saved_config_loads_as_it_was(run):
     assert load_config(run) == config(10)
+
+
+#: a config.json that icl-sim wrote on 2026-12-01, before the field compile_mode was added
+SAVED_BEFORE_COMPILE_MODE = Path(__file__).parent / "data" / "config_saved_2026-12-01.json"
+
+
+def test_a_config_saved_before_a_field_was_added_loads_with_its_default_and_keeps_its_json(tmp_path):
+    run_dir = tmp_path / "old run"
+    run_dir.mkdir()
+    shutil.copy(SAVED_BEFORE_COMPILE_MODE, run_dir / CONFIG_FILE)
+    saved = load_config(run_dir)
+    assert saved.compile_mode == "default" and "compile_mode" in ADDED_FIELDS
+    assert saved.to_json() + "\n" == SAVED_BEFORE_COMPILE_MODE.read_text()  # save_config writes the same bytes
+    assert run_id(saved) == hashlib.sha256(SAVED_BEFORE_COMPILE_MODE.read_text().strip().encode()).hexdigest()[:12]
+
+
+def test_an_added_field_away_from_its_default_is_saved_and_compared(run):
+    compiled = dataclasses.replace(config(10), compile=True, compile_mode="reduce-overhead")
+    assert json.loads(compiled.to_json())["compile_mode"] == "reduce-overhead"
+    assert TrainConfig.from_json(compiled.to_json()) == compiled
+    edit_config(run, compile=True, compile_mode="max-autotune")
+    assert load_config(run).compile_mode == "max-autotune"
+    one_line_error(lambda: train(dataclasses.replace(compiled, steps=20), run, resume=True, progress=False),
+                   "compile_mode", "'max-autotune'")
+
+
+def test_compile_mode_needs_compile():
+    one_line_error(lambda: dataclasses.replace(config(10), compile_mode="reduce-overhead"), "compile_mode", "compile")
 
 
 # == model shapes ============================================================================================

@@ -220,3 +220,19 @@ def test_adam_is_fused_on_cuda_and_not_on_cpu(optimizer):
     config = TrainConfig(optimizer=optimizer)
     assert make_optimizer(torch.nn.Linear(3, 1).cuda(), config).defaults["fused"] is True
     assert not make_optimizer(torch.nn.Linear(3, 1), config).defaults["fused"]
+
+
+def test_compile_compiles_the_training_predictions_and_trains_as_eager(tmp_path):
+    """The one-layer LSA trained on the last position predicts it without calling its ``forward``: the
+    compiled module must be the training loss's own call (torch.compile on CPU; CUDA graphs are skipped)."""
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    eager = tiny_config(model_params={"layers": 1}, steps=4, loss_on="last")
+    compiled = dataclasses.replace(eager, compile=True, compile_mode="reduce-overhead")
+    compiled_model = train(compiled, tmp_path / "compiled", progress=False)
+    assert counters["stats"]["unique_graphs"] >= 1
+    eager_model = train(eager, tmp_path / "eager", progress=False)
+    for name, value in parameters(eager_model).items():
+        torch.testing.assert_close(parameters(compiled_model)[name], value, rtol=1e-5, atol=1e-6)
