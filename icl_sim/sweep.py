@@ -36,7 +36,7 @@ from icl_sim.plots import Curve, Panel, draw_figure
 from icl_sim.reports import train_config
 from icl_sim.run_io import CONFIG_FILE, load_config, read_metrics, trained_steps
 from icl_sim.threads import use_threads
-from icl_sim.training import train
+from icl_sim.training import train_to_end
 from icl_sim.validation import check_choice
 
 EXECUTORS = ("local", "slurm")
@@ -131,11 +131,8 @@ def run_id(config: TrainConfig) -> str:
 def train_remaining(config: TrainConfig, run_dir, threads: int | None = None,
                     log_extra: Callable[[InContextModel], dict] | None = None) -> None:
     """A job: train ``config`` in ``run_dir`` to its end, from scratch or resumed from its last checkpoint."""
-    run_dir = Path(run_dir)
     use_threads(threads)
-    started = (run_dir / CONFIG_FILE).is_file()
-    if not started or trained_steps(run_dir) < config.steps:
-        train(config, run_dir, resume=started, progress=False, log_extra=log_extra)
+    train_to_end(config, run_dir, progress=False, log_extra=log_extra)
 
 
 def execute_runs(runs: Mapping[str, tuple[TrainConfig, Path]], executor: Executor, root, *,

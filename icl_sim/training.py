@@ -26,7 +26,7 @@ from icl_sim.failures import RunFailed
 from icl_sim.models import InContextModel
 from icl_sim.prompt import Prompt
 from icl_sim.run_io import (CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, build_run_model, load_checkpoint, load_config,
-                            load_model_state, save_checkpoint, save_config, truncate_metrics)
+                            load_model_state, load_run, save_checkpoint, save_config, trained_steps, truncate_metrics)
 from icl_sim.seeding import derive_seed, make_generator, seed_global_generators
 from icl_sim.tasks import Task, make_task
 
@@ -169,6 +169,20 @@ def train(config: TrainConfig, run_dir, *, resume: bool = False, progress: bool 
             _run_steps(model, optimizer, scheduler, task, config, run_dir, device, state, progress, log_extra, world)
         world.barrier()  # the run directory is complete when any rank returns
     return model.eval()
+
+
+def train_to_end(config: TrainConfig, run_dir, *, progress: bool = True,
+                 log_extra: Callable[[InContextModel], dict] | None = None) -> InContextModel:
+    """The model of ``config`` trained to its end in ``run_dir``: a new run started, an unfinished one resumed,
+    a finished one loaded.  A directory holding a run of another config is refused rather than overwritten."""
+    run_dir = Path(run_dir)
+    if not (run_dir / CONFIG_FILE).exists():
+        return train(config, run_dir, progress=progress, log_extra=log_extra)
+    if load_config(run_dir).to_json() != config.to_json():
+        raise ValueError(f"out directory {str(run_dir)!r} holds a run with another config; choose another --out")
+    if trained_steps(run_dir) < config.steps:
+        return train(config, run_dir, resume=True, progress=progress, log_extra=log_extra)
+    return load_run(run_dir, config.device)
 
 
 def initial_state(config: TrainConfig, run_dir: Path, *, resume: bool, device: torch.device) -> dict | None:
