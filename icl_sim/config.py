@@ -104,7 +104,7 @@ class TrainConfig:
     seed: int = _field(0, "training seed (data, initialisation)", minimum=0)
     device: str = _field("auto", "auto: cuda if available", choices=DEVICES)
     amp: bool = _field(True, "bf16 autocast on CUDA (ignored on CPU)")
-    compile: bool = _field(False, "torch.compile the model")
+    compile: bool = _field(False, "torch.compile the model as the training loss calls it")
     compile_mode: str = _field("default", "torch.compile's mode, with --compile: reduce-overhead replays CUDA "
                                "graphs (for small models, whose GPU steps are launch-bound)", choices=COMPILE_MODES,
                                added="2026-12-01")

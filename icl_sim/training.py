@@ -369,8 +369,8 @@ def optimisation_step(model: nn.Module, optimizer: torch.optim.Optimizer, schedu
     """Step ``step`` of ``config``'s training on ``prompt``, and its loss (attached to the graph).
 
     Dropout draws from (seed, step), the loss is computed under :func:`autocast_context` by ``forward``
-    (``model`` itself, or its :func:`training_forward`: compiled, distributed), then backward, the gradient clipping of
-    ``config``, the optimiser's and the schedule's step.  The one training step that ``train`` runs and
+    (``model`` itself, or its :func:`training_forward`: compiled, distributed), then backward, the gradient
+    clipping of ``config``, the optimiser's and the schedule's step.  The one training step that ``train`` runs and
     that the benchmarks time.
     """
     seed_global_generators(derive_seed(config.seed, "dropout", step), device)
