@@ -25,7 +25,8 @@ k = d − 2 (the rise into the peak; a falling curve fails it).
 
 Scales.  ``full`` is the authors' setting (src/conf/base.yaml, linear_regression.yaml,
 models/standard.yaml; src/eval.py; src/models.py): d = 20, 41 points, GPT-2 of 12 layers, width 256,
-8 heads, read-in and read-out at ``nn.Linear``'s default initialisation (``io_init="pytorch"``),
+8 heads, GPT-2's tanh-approximated GELU (``gelu_new``; ``activation="gelu-tanh"``, at every scale),
+read-in and read-out at ``nn.Linear``'s default initialisation (``io_init="pytorch"``),
 Adam at 1e-4, batch 64, 500 001 steps, curriculum dims 5:1:2000 and points 11:2:2000, 1280 test
 prompts.  ``quick`` keeps the phenomenon and shrinks sizes to fit 5 CPU minutes: d = 5 with
 11 points (k up to 2d, as in the paper), Garg et al.'s smallest model (3 layers, width 64,
@@ -119,6 +120,8 @@ FRACTION_OF_AVERAGING = 0.25
 #: Monte Carlo tolerance of the baselines' closed forms, in standard errors
 SIGMAS = 3.0
 Z_95 = 1.959964
+#: GPT-2's activation in the MLPs, as in the authors' HuggingFace GPT2Model (``gelu_new``)
+GPT2_MLP = {"activation": "gelu-tanh"}
 
 
 @dataclass(frozen=True)
@@ -150,14 +153,14 @@ class Settings:
 
 
 SCALES = {
-    "smoke": Settings(dim=5, points=11, model={"n_embd": 32, "n_layer": 1, "n_head": 2}, steps=10, batch_size=16,
+    "smoke": Settings(dim=5, points=11, model={"n_embd": 32, "n_layer": 1, "n_head": 2, **GPT2_MLP}, steps=10, batch_size=16,
                       lr=1e-3, warmup_steps=0, lr_schedule="constant", curriculum_dims=Curriculum(2, 1, 2),
                       curriculum_points=Curriculum(5, 2, 2), test_prompts=128, log_every=5),
-    "quick": Settings(dim=5, points=11, model={"size": "tiny"}, steps=5000, batch_size=64, lr=5e-4, warmup_steps=300,
+    "quick": Settings(dim=5, points=11, model={"size": "tiny", **GPT2_MLP}, steps=5000, batch_size=64, lr=5e-4, warmup_steps=300,
                       lr_schedule="cosine", curriculum_dims=Curriculum(2, 1, 150),
                       curriculum_points=Curriculum(5, 2, 150), test_prompts=4096, log_every=100),
-    "full": Settings(dim=20, points=41, model={"size": "standard", "io_init": "pytorch"}, steps=500_001,
-                     batch_size=64, lr=1e-4, warmup_steps=0, lr_schedule="constant",
+    "full": Settings(dim=20, points=41, model={"size": "standard", "io_init": "pytorch", **GPT2_MLP},
+                     steps=500_001, batch_size=64, lr=1e-4, warmup_steps=0, lr_schedule="constant",
                      curriculum_dims=Curriculum(5, 1, 2000),
                      curriculum_points=Curriculum(11, 2, 2000), test_prompts=1280, log_every=1000),
 }

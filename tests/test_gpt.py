@@ -4,6 +4,8 @@ No peeking, seeded initialisation, dtypes, bad parameters: tests/test_contracts.
 """
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -137,6 +139,18 @@ def test_pytorch_io_init_is_nn_linears_default_on_read_in_and_read_out_only():
         assert torch.count_nonzero(layer.bias) == layer.bias.numel()
     assert torch.equal(gpt2.blocks[0].mlp.fc.weight, pytorch.blocks[0].mlp.fc.weight)
     assert gpt2.head.read_out.weight.std().item() == pytest.approx(0.02, rel=0.2)
+
+
+@pytest.mark.parametrize("activation, formula", [
+    ("gelu", lambda u: 0.5 * u * (1 + torch.erf(u / math.sqrt(2)))),
+    # GPT-2's gelu_new (Hendrycks & Gimpel's tanh approximation), written out
+    ("gelu-tanh", lambda u: 0.5 * u * (1 + torch.tanh(math.sqrt(2 / math.pi) * (u + 0.044715 * u ** 3)))),
+])
+def test_the_mlp_activation_is_the_named_gelu(activation, formula):
+    mlp = tiny(activation=activation).blocks[0].mlp
+    h = torch.randn(5, 64, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    mlp.double()
+    torch.testing.assert_close(mlp(h), mlp.proj(formula(mlp.fc(h))), rtol=1e-12, atol=1e-12)
 
 
 def test_dropout_only_in_training():

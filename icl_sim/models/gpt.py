@@ -24,6 +24,8 @@ from icl_sim.validation import check_choice, check_float, check_int
 SIZES = {"tiny": (64, 3, 2), "small": (128, 6, 4), "standard": (256, 12, 8)}
 #: initialisations of the read-in and read-out (``GPTConfig.io_init``)
 IO_INITS = ("gpt2", "pytorch")
+#: the MLP's activation (``GPTConfig.activation``) -> ``F.gelu``'s ``approximate``
+ACTIVATIONS = {"gelu": "none", "gelu-tanh": "tanh"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +46,9 @@ class GPTConfig:
         default="gpt2", metadata={"help": "read-in and read-out initialisation: gpt2 (like every other layer) or "
                                           "pytorch (nn.Linear's default, as in Garg et al.'s code, where they sit "
                                           "outside HuggingFace's GPT2Model)"})
+    activation: str = dataclasses.field(
+        default="gelu", metadata={"help": "the MLP's activation: gelu (exact, with erf) or gelu-tanh (its tanh "
+                                          "approximation: GPT-2's gelu_new, as in Garg et al.'s model)"})
 
     def __post_init__(self):
         check_choice("size", self.size, SIZES)
@@ -52,6 +57,7 @@ class GPTConfig:
         check_float("dropout", self.dropout, 0.0, maximum=1.0)
         check_float("init_std", self.init_std, 0.0, strict=True)
         check_choice("io_init", self.io_init, IO_INITS)
+        check_choice("activation", self.activation, ACTIVATIONS)
         n_embd, _, n_head = self.dims
         if n_embd % n_head:
             raise ValueError(f"n_embd ({n_embd}) must be divisible by n_head ({n_head})")
@@ -116,27 +122,28 @@ class CausalSelfAttention(nn.Module):
 
 
 class MLP(nn.Module):
-    """Position-wise feed-forward layer, 4x wide with GELU."""
+    """Position-wise feed-forward layer, 4x wide with GELU (exact, or its tanh approximation: ``ACTIVATIONS``)."""
 
-    def __init__(self, n_embd: int, dropout: float):
+    def __init__(self, n_embd: int, dropout: float, activation: str = "gelu"):
         super().__init__()
         self.fc = nn.Linear(n_embd, 4 * n_embd)
         self.proj = nn.Linear(4 * n_embd, n_embd)
         self.dropout = nn.Dropout(dropout)
+        self.approximate = ACTIVATIONS[activation]
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
-        return self.dropout(self.proj(F.gelu(self.fc(h))))
+        return self.dropout(self.proj(F.gelu(self.fc(h), approximate=self.approximate)))
 
 
 class Block(nn.Module):
     """Pre-LN transformer block: h + attn(LN(h)), then h + mlp(LN(h))."""
 
-    def __init__(self, n_embd: int, n_head: int, dropout: float):
+    def __init__(self, n_embd: int, n_head: int, dropout: float, activation: str = "gelu"):
         super().__init__()
         self.ln_1 = nn.LayerNorm(n_embd)
         self.attn = CausalSelfAttention(n_embd, n_head, dropout)
         self.ln_2 = nn.LayerNorm(n_embd)
-        self.mlp = MLP(n_embd, dropout)
+        self.mlp = MLP(n_embd, dropout, activation)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         return self.with_memory(h)[0]
@@ -240,7 +247,7 @@ class GPT(InContextModel):
         self.keep_sizes(dim, points, config, target_dim)
         n_embd, n_layer, n_head = config.dims
         self.embedding = InterleavedEmbedding(dim, points, target_dim, n_embd, config.dropout)
-        self.blocks = nn.ModuleList(Block(n_embd, n_head, config.dropout) for _ in range(n_layer))
+        self.blocks = nn.ModuleList(Block(n_embd, n_head, config.dropout, config.activation) for _ in range(n_layer))
         self.head = XTokenReadOut(n_embd, target_dim)
         gpt2_init(self, [p for block in self.blocks for p in (block.attn.proj, block.mlp.proj)], n_layer,
                   config.init_std)
