@@ -12,10 +12,12 @@ one Adam step; d = 20, N = 41.
   recursion (a layer reads context tokens updated within the prefix); it is timed against the
   materialised prefixes, the only other exact path.  Both sides are checked equal in float64 first.
 * gpt: ``GPT`` against Garg et al.'s ``TransformerModel`` (dtsip, ``src/models.py``): a linear read-in,
-  HuggingFace ``GPT2Model`` (n_positions = 2N, dropouts 0, ``use_cache=False``) and a linear read-out, at
-  the tiny (3 x 64, 2 heads) and standard (12 x 256, 8 heads) sizes, batch 64; parameter counts asserted
-  equal except HF's token embedding ``wte`` (vocab_size x n_embd), which ``inputs_embeds`` bypasses and Adam
-  skips (it never gets a gradient).
+  HuggingFace ``GPT2Model`` (n_positions = 2N, dropouts 0, ``use_cache=False``, GPT-2's ``gelu_new``) and a
+  linear read-out, at the tiny (3 x 64, 2 heads) and standard (12 x 256, 8 heads) sizes, batch 64.  Both
+  compute one function: ours with ``activation="gelu-tanh"`` (``gelu_new``), the reference loaded with our
+  weights (HF's Conv1D stores the transpose of nn.Linear's), their predictions checked equal in float64.
+  Parameter counts are asserted equal except HF's token embedding ``wte`` (vocab_size x n_embd), which
+  ``inputs_embeds`` bypasses and Adam skips (it never gets a gradient).
 * compile: the tiny GPT step under ``torch.compile`` against eager: compile time, step times, break-even.
 
 Fairness: both sides run in this process on the same data from identical initial weights, interleaved after
@@ -42,6 +44,7 @@ from torch import nn
 from icl_sim.models import build_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from garg_reference import GargTransformer  # noqa: E402
 from lsa_reference import causal_moment_reference  # noqa: E402
 
 DIM, POINTS = 20, 41
@@ -66,27 +69,6 @@ def training_step(model: nn.Module, predict, xs: torch.Tensor, ys: torch.Tensor)
         optimizer.step()
 
     return step
-
-
-class GargTransformer(nn.Module):
-    """Garg et al.'s ``TransformerModel``: read-in, HuggingFace ``GPT2Model``, read-out at the x tokens."""
-
-    def __init__(self, dim: int, points: int, n_embd: int, n_layer: int, n_head: int):
-        from transformers import GPT2Config, GPT2Model
-
-        super().__init__()
-        config = GPT2Config(n_positions=2 * points, n_embd=n_embd, n_layer=n_layer, n_head=n_head,
-                            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False)
-        self.read_in = nn.Linear(dim, n_embd)
-        self.backbone = GPT2Model(config)
-        self.read_out = nn.Linear(n_embd, 1)
-
-    def forward(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        batch, points, dim = xs.shape
-        ys_wide = torch.cat((ys.view(batch, points, 1), xs.new_zeros(batch, points, dim - 1)), dim=2)
-        tokens = torch.stack((xs, ys_wide), dim=2).view(batch, 2 * points, dim)
-        hidden = self.backbone(inputs_embeds=self.read_in(tokens)).last_hidden_state
-        return self.read_out(hidden)[:, ::2, 0]
 
 
 def lsa_cases(batch: int):
@@ -115,11 +97,14 @@ def lsa_cases(batch: int):
 
 
 def gpt_cases(batch: int):
-    """(name, ours, reference) as model factories: our GPT and Garg et al.'s model at one size."""
+    """(name, models) with ``models()`` our GPT and Garg et al.'s model at one size, holding the same weights."""
     for size, (n_embd, n_layer, n_head) in (("tiny", (64, 3, 2)), ("standard", (256, 12, 8))):
-        yield (f"GPT {size} {n_layer}x{n_embd}, {n_head} heads (B={batch})",
-               lambda size=size: build_model("gpt", DIM, POINTS, size=size),
-               lambda sizes=(n_embd, n_layer, n_head): GargTransformer(DIM, POINTS, *sizes))
+        def models(size=size, sizes=(n_embd, n_layer, n_head)) -> tuple[nn.Module, GargTransformer]:
+            torch.manual_seed(0)
+            ours = build_model("gpt", DIM, POINTS, size=size, activation="gelu-tanh")
+            return ours, GargTransformer(DIM, POINTS, *sizes).load_weights_of(ours)
+
+        yield f"GPT {size} {n_layer}x{n_embd}, {n_head} heads (B={batch})", models
 
 
 def steps(part: str, case: int, batch: int):
@@ -130,9 +115,8 @@ def steps(part: str, case: int, batch: int):
         torch.manual_seed(0)
         model = build_model("lsa", DIM, POINTS, **params)
         return training_step(model, ours, xs, ys), training_step(copy.deepcopy(model), reference, xs, ys)
-    _, ours, reference = list(gpt_cases(batch))[case]
-    torch.manual_seed(0)
-    return training_step(ours(), _call, xs, ys), training_step(reference(), _call, xs, ys)
+    _, models = list(gpt_cases(batch))[case]
+    return tuple(training_step(model, _call, xs, ys) for model in models())
 
 
 def _call(model, xs, ys):
@@ -169,15 +153,21 @@ def lsa_deviation(params: dict, ours, reference) -> float:
         return float((ours(model, xs, ys) - expected).abs().max() / expected.abs().max())
 
 
-def gpt_parameter_counts(ours: nn.Module, reference: GargTransformer) -> str:
-    """Assert equal parameter counts (HF's unused ``wte`` aside) and say both."""
+def gpt_sameness(ours: nn.Module, reference: GargTransformer) -> str:
+    """Assert equal parameter counts (HF's unused ``wte`` aside) and equal predictions, and say both."""
     count = sum(p.numel() for p in ours.parameters())
     unused = reference.backbone.wte.weight.numel()
     reference_count = sum(p.numel() for p in reference.parameters())
     assert count == reference_count - unused, (count, reference_count, unused)
+    xs, ys = prompt(8, torch.float64)
+    with torch.no_grad():
+        expected = copy.deepcopy(reference).double()(xs, ys)
+        deviation = float((copy.deepcopy(ours).double()(xs, ys) - expected).abs().max() / expected.abs().max())
+    assert deviation < 1e-10, deviation
     config = reference.backbone.config
-    return (f"{count:,} parameters each (HF also holds wte, {unused:,}, unused); HF attention "
-            f"{config._attn_implementation}, activation {config.activation_function}")
+    return (f"{count:,} parameters each (HF also holds wte, {unused:,}, unused); same weights, float64 relative "
+            f"deviation of predictions {deviation:.1e}; HF attention {config._attn_implementation}, activation "
+            f"{config.activation_function}")
 
 
 def compare(part: str, batch: int, repeats: int) -> None:
@@ -187,7 +177,7 @@ def compare(part: str, batch: int, repeats: int) -> None:
         if part == "lsa":
             print(f"  {name}: float64 relative deviation {lsa_deviation(*sides):.1e}")
         else:
-            print(f"  {name}: {gpt_parameter_counts(sides[0](), sides[1]())}")
+            print(f"  {name}: {gpt_sameness(*sides[0]())}")
         memory = f"{peak_memory_mb(part, case, 0, batch):.0f} / {peak_memory_mb(part, case, 1, batch):.0f}"
         for threads in (1, DEFAULT_THREADS):
             torch.set_num_threads(threads)

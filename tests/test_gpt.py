@@ -153,6 +153,21 @@ def test_the_mlp_activation_is_the_named_gelu(activation, formula):
     torch.testing.assert_close(mlp(h), mlp.proj(formula(mlp.fc(h))), rtol=1e-12, atol=1e-12)
 
 
+def test_the_gpt_is_garg_et_als_model_on_huggingface_gpt2():
+    """Holding the same (random) weights, the GPT with GPT-2's gelu_new computes what Garg et al.'s model
+    (a read-in, HuggingFace's GPT2Model, a read-out at the x tokens) computes, at every position."""
+    pytest.importorskip("transformers")
+    from garg_reference import GargTransformer
+
+    ours = tiny(n_embd=32, n_layer=2, n_head=4, activation="gelu-tanh").double()
+    with torch.no_grad():
+        for parameter in ours.parameters():  # biases and LayerNorms too, which GPT-2's init sets to 0 and 1
+            parameter.normal_(0.0, 0.3, generator=torch.Generator().manual_seed(parameter.numel()))
+    reference = GargTransformer(DIM, POINTS, 32, 2, 4).double().load_weights_of(ours)
+    xs, ys = prompt(dtype=torch.float64)
+    torch.testing.assert_close(ours(xs, ys), reference(xs, ys), rtol=1e-10, atol=1e-10)
+
+
 def test_dropout_only_in_training():
     model = tiny(dropout=0.5)
     xs, ys = prompt()
