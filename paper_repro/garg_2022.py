@@ -87,7 +87,8 @@ k = 3, 0.72 at k = 4, 0.68 at k = 5; least squares 0.99, 2.98, 6375), its noisel
 being 0.18 where least squares' is 0.  So the first check needs about 1.5 times this scale's budget,
 and the noisy peak more than 5 times: it is not reached by this model size within CPU minutes, and the
 two failing checks say so.  Ridge regression (XᵀX + λI)⁻¹Xᵀy shows how much closer to least squares the
-peak needs a learner to be (Monte Carlo, 40 000 prompts per point, d = 5, these two evaluations): λ = 1
+peak needs a learner to be (a one-off numpy Monte Carlo, not part of the checks: 40 000 prompts per point,
+d = 5, these two evaluations): λ = 1
 gives gap 0.122 and ratio 0.75, λ = 0.3 gap 0.053 and ratio 0.81, λ = 0.1 gap 0.026 and ratio 1.04,
 λ = 0.03 gap 0.012 and ratio 1.63: a ridge-like learner shows the peak only at a quarter of the margin
 that the first check allows.
