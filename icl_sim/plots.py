@@ -89,22 +89,18 @@ def plot_bars(records: Sequence[Mapping], path, *, title: str | None = None) -> 
 def plot_heatmap(values: Sequence[Sequence[float]], path, *, rows: Sequence, columns: Sequence, xlabel: str,
                  ylabel: str, colorbar: str, title: str | None = None) -> Path:
     """A rows × columns heatmap with its values written in the cells (e.g. layer × algorithm step)."""
-    import seaborn as sns
-
     path = _check_path(path)
     with _figure(path, panels=1) as (axes,):
-        sns.heatmap(values, ax=axes, annot=len(rows) * len(columns) <= 150, fmt=".2f", cmap="viridis",
-                    xticklabels=list(columns), yticklabels=list(rows), cbar_kws={"label": colorbar})
-        axes.set_xlabel(xlabel)
-        axes.set_ylabel(ylabel)
-        if title is not None:
-            axes.set_title(title)
+        _draw_heatmap(axes, Panel(xlabel, ylabel, [], title=title or "",
+                                  heatmap=Heatmap(values, rows, columns, colorbar)))
     return path
 
 
 @dataclass(frozen=True)
 class Curve:
-    """One line of a panel, with an optional 95 % band; a ``baseline`` is drawn dashed."""
+    """One line of a panel, with an optional 95 % band; a ``baseline`` is drawn dashed, above the models, so
+    that one lying under a model's curve stays visible.  ``continuous=False``: x takes a few measured values
+    (depths, layers, pool sizes): markers, joined only between measured points."""
 
     label: str
     x: Sequence[float]
@@ -112,21 +108,52 @@ class Curve:
     low: Sequence[float] | None = None
     high: Sequence[float] | None = None
     baseline: bool = False
+    continuous: bool = True
+
+
+def seed_curve(label: str, x: Sequence[float], per_seed: Sequence[Sequence[float]], **options) -> Curve:
+    """The mean over seeds of per-seed curves (``per_seed[k][i]``: seed k at ``x[i]``) with its 95 % Student-t
+    interval as the band (none for a single seed); ``options`` as for :class:`Curve`."""
+    import torch
+    from scipy import stats
+
+    values = torch.tensor([list(map(float, ys)) for ys in per_seed], dtype=torch.float64)
+    if values.ndim != 2 or values.shape[1] != len(x):
+        raise ValueError(f"per_seed must hold one curve of {len(x)} values per seed, got shape {tuple(values.shape)}")
+    mean = values.mean(dim=0)
+    if values.shape[0] < 2:
+        return Curve(label, list(x), mean.tolist(), **options)
+    half = float(stats.t.ppf(0.975, values.shape[0] - 1)) * values.std(dim=0) / values.shape[0] ** 0.5
+    return Curve(f"{label} (mean of {values.shape[0]} seeds, 95 % CI)", list(x), mean.tolist(),
+                 (mean - half).tolist(), (mean + half).tolist(), **options)
 
 
 @dataclass(frozen=True)
 class Target:
-    """An expected value where a check applies: a dotted line at ``value`` and the band the check accepts."""
+    """An expected value where a check applies: a dotted line at ``value`` and the band the check accepts, over
+    the x range ``where`` (lowest, highest x) the check's criterion covers (None: the whole axis)."""
 
     label: str
     value: float
     low: float
     high: float
+    where: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    """A grid of values, ``values[i][j]`` at row ``rows[i]`` and column ``columns[j]``, coloured by ``colorbar``."""
+
+    values: Sequence[Sequence[float]]
+    rows: Sequence
+    columns: Sequence
+    colorbar: str
 
 
 @dataclass(frozen=True)
 class Panel:
-    """One axes of a reproduction figure, on the paper's scales (``"linear"`` or ``"log"``) and y range (``ylim``)."""
+    """One axes of a reproduction figure, on the paper's scales (``"linear"`` or ``"log"``) and y range (``ylim``);
+    a panel with a ``heatmap`` draws that grid (x: its columns, y: its rows) instead of curves."""
 
     xlabel: str
     ylabel: str
@@ -136,6 +163,7 @@ class Panel:
     xscale: str = "linear"
     yscale: str = "linear"
     ylim: tuple[float, float] | None = None
+    heatmap: Heatmap | None = None
 
 
 def draw_figure(stem, panels: Sequence[Panel], caption: str) -> list[Path]:
@@ -167,19 +195,66 @@ def colors_by_label(panels: Sequence[Panel]) -> dict[str, tuple]:
 
 
 def _draw_panel(axes, panel: Panel, colors: Mapping[str, tuple]) -> None:
-    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
-
+    if panel.heatmap is not None:
+        _draw_heatmap(axes, panel)
+        return
     for curve in panel.curves:
-        color = colors[curve.label]
-        axes.plot(curve.x, curve.y, color=color, label=curve.label, linestyle="--" if curve.baseline else "-",
-                  marker="o" if len(curve.x) <= 12 and not curve.baseline else None, markersize=3)
-        if curve.low is not None and curve.high is not None:
-            axes.fill_between(curve.x, curve.low, curve.high, color=color, alpha=0.2, linewidth=0)
+        _draw_curve(axes, curve, colors[curve.label])
     for target in panel.targets:
-        axes.axhline(target.value, color=colors[target.label], linestyle=":", linewidth=1.2, label=target.label)
-        axes.axhspan(target.low, target.high, color=colors[target.label], alpha=0.12, linewidth=0)
+        _draw_target(axes, target, colors[target.label])
     axes.set_xscale(panel.xscale)
     axes.set_yscale(panel.yscale)
+    _choose_ticks(axes, panel)
+    axes.set_xlabel(panel.xlabel)
+    axes.set_ylabel(panel.ylabel)
+    if panel.title:
+        axes.set_title(panel.title)
+    if axes.get_legend_handles_labels()[0]:  # below the axes, where it covers no curve
+        axes.legend(frameon=False, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+
+
+def _draw_curve(axes, curve: Curve, color) -> None:
+    """A model solid with its band; a baseline dashed and on top; markers where x is discrete or short."""
+    marked = not curve.continuous or len(curve.x) <= 12
+    marker = ("x" if curve.baseline else "o") if marked else None
+    axes.plot(curve.x, curve.y, color=color, label=curve.label, linestyle="--" if curve.baseline else "-",
+              marker=marker, markersize=4 if curve.baseline else 3, zorder=3 if curve.baseline else 2)
+    if curve.low is not None and curve.high is not None:
+        if curve.continuous:
+            axes.fill_between(curve.x, curve.low, curve.high, color=color, alpha=0.2, linewidth=0)
+        else:  # an interval at each measured point, not a band between them
+            axes.errorbar(curve.x, curve.y, yerr=[[y - low for y, low in zip(curve.y, curve.low)],
+                                                  [high - y for y, high in zip(curve.y, curve.high)]],
+                          color=color, linestyle="none", capsize=2, linewidth=1)
+
+
+def _draw_target(axes, target: Target, color) -> None:
+    """The expected value dotted and the accepted band shaded, over the x range the check covers."""
+    if target.where is None:
+        axes.axhline(target.value, color=color, linestyle=":", linewidth=1.2, label=target.label)
+        axes.axhspan(target.low, target.high, color=color, alpha=0.12, linewidth=0)
+        return
+    xs = list(target.where)
+    axes.plot(xs, [target.value] * 2, color=color, linestyle=":", linewidth=1.2, label=target.label)
+    axes.fill_between(xs, [target.low] * 2, [target.high] * 2, color=color, alpha=0.12, linewidth=0)
+
+
+def _draw_heatmap(axes, panel: Panel) -> None:
+    import seaborn as sns
+
+    grid = panel.heatmap
+    sns.heatmap(grid.values, ax=axes, annot=len(grid.rows) * len(grid.columns) <= 150, fmt=".2f", cmap="viridis",
+                xticklabels=list(grid.columns), yticklabels=list(grid.rows), cbar_kws={"label": grid.colorbar})
+    axes.set_xlabel(panel.xlabel)
+    axes.set_ylabel(panel.ylabel)
+    if panel.title:
+        axes.set_title(panel.title)
+
+
+def _choose_ticks(axes, panel: Panel) -> None:
+    """Integer ticks for an integer-valued linear axis; on a log axis the decades, or plain numbers within one."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+
     ys = [y for curve in panel.curves for y in (*curve.y, *(curve.low or ()), *(curve.high or ()))]
     ys += [y for target in panel.targets for y in (target.value, target.low, target.high)]
     for axis, scale, values in ((axes.xaxis, panel.xscale, [x for curve in panel.curves for x in curve.x]),
@@ -196,11 +271,6 @@ def _draw_panel(axes, panel: Panel, colors: Mapping[str, tuple]) -> None:
             if math.floor(math.log10(high)) - math.ceil(math.log10(low)) < 1:  # ... or plain numbers within a decade
                 axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
                 axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.3g}"))
-    axes.set_xlabel(panel.xlabel)
-    axes.set_ylabel(panel.ylabel)
-    if panel.title:
-        axes.set_title(panel.title)
-    axes.legend(frameon=False, fontsize=7)
 
 
 def _check_path(path) -> Path:

@@ -197,9 +197,7 @@ def start_run(config: TrainConfig, run_dir: Path, device: torch.device, state: d
     """The run's model (initialised from its seed), optimiser and schedule, loaded from ``state``; the run
     directory made ready if ``writes`` (config saved; metrics past the checkpoint and killed writes' leftovers
     dropped)."""
-    with torch.random.fork_rng(devices=_rng_devices(device)):
-        torch.manual_seed(derive_seed(config.seed, "init"))
-        model = build_run_model(config).to(device)
+    model = initial_model(config, device)
     optimizer = make_optimizer(model, config)
     scheduler = make_scheduler(optimizer, config)
     if state is not None:
@@ -214,6 +212,13 @@ def start_run(config: TrainConfig, run_dir: Path, device: torch.device, state: d
         run_dir.mkdir(parents=True, exist_ok=True)
         save_config(run_dir, config)
     return model, optimizer, scheduler
+
+
+def initial_model(config: TrainConfig, device: torch.device) -> InContextModel:
+    """The model a run of ``config`` starts from (its step 0): initialised from the seed's "init" stream."""
+    with torch.random.fork_rng(devices=_rng_devices(device)):
+        torch.manual_seed(derive_seed(config.seed, "init"))
+        return build_run_model(config).to(device)
 
 
 def _resumable_state(config: TrainConfig, run_dir: Path, device: torch.device) -> dict | None:

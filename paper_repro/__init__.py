@@ -1,7 +1,8 @@
 """Paper reproductions: one declarative module per paper (``spec.Reproduction``), run by ``runner``.
 
-Each has a smoke scale (seconds; the tests check the pipeline), a quick scale (CPU minutes; its
-checks must pass) and a full scale (the paper's settings).
+Each declares the paper's claims and tests them on trained models over seeds, apart from its
+sanity checks; it has a smoke scale (seconds; the tests check the pipeline), a quick scale (CPU
+minutes) and a full scale (the paper's settings, rehearsed on a CPU by ``rehearsal``).
 """
 from __future__ import annotations
 
@@ -24,12 +25,15 @@ REPRODUCTIONS: dict[str, Reproduction] = {
 }
 
 
-def run_reproduction(name: str, scale: str, out_dir, *, seeds: int = 1, device: str = "auto",
-                     progress: bool = True, executor: Executor = Executor()) -> list[Check]:
-    """Run reproduction ``name`` at ``scale``: ``figure.{png,pdf}``, ``results.{csv,json}`` and ``checks.json``
-    (at full scale each training run a job of ``executor``)."""
+def run_reproduction(name: str, scale: str, out_dir, *, seeds: int | None = None, first_seed: int = 0,
+                     control: str | None = None, device: str = "auto", progress: bool = True,
+                     executor: Executor = Executor()) -> list[Check]:
+    """Run reproduction ``name`` at ``scale`` over ``seeds`` seeds from ``first_seed`` (``runner.run_reproduction``):
+    ``figure.{png,pdf}``, ``results.{csv,json}`` and ``checks.json``, or with ``control="untrained"`` the
+    checks of the untrained models in ``control.json`` (at full scale each training run a job of ``executor``)."""
     check_choice("name", name, list(REPRODUCTIONS))
-    return run(REPRODUCTIONS[name], scale, out_dir, seeds=seeds, device=device, progress=progress, executor=executor)
+    return run(REPRODUCTIONS[name], scale, out_dir, seeds=seeds, first_seed=first_seed, control=control,
+               device=device, progress=progress, executor=executor)
 
 
 __all__ = ["REPRODUCTIONS", "SCALES", "Check", "Reproduction", "run_reproduction"]

@@ -285,7 +285,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
 REPRODUCTION = Reproduction(
     name="ahn-2023",
     paper=PAPER,
-    claim="One trained linear self-attention layer is one step of GD preconditioned by "
+    summary="One trained linear self-attention layer is one step of GD preconditioned by "
           "((1+1/n)Σ + trΣ/n·I)⁻¹, and L layers are L Σ⁻¹-preconditioned steps.",
     caption="Thm 1, Fig. 4 and the number-of-layers experiment of the paper: d = 5, n = 20, one fixed Σ = UD²Uᵀ",
     scales=SCALES,

@@ -387,7 +387,7 @@ def _model_error(results: dict, noise: float, depth: int) -> float:
 REPRODUCTION = Reproduction(
     name="akyurek-2023",
     paper=PAPER,
-    claim="Trained transformers' in-context predictions move from one step of gradient descent towards least "
+    summary="Trained transformers' in-context predictions move from one step of gradient descent towards least "
           "squares as depth grows and match Bayes ridge under label noise; probes decode Xᵀy before w.",
     caption="Fig. 3-4 of the paper: SPD of attention models of depth 1-4 to one GD step, Bayes ridge and least "
             "squares (noiseless and σ = 0.5), and MLP and linear probes for Xᵀy and w by layer of a GPT",

@@ -311,7 +311,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
 REPRODUCTION = Reproduction(
     name="bhattamishra-2023",
     paper=PAPER,
-    claim="Transformers trained to learn Boolean functions in context nearly match the optimal learner on "
+    summary="Transformers trained to learn Boolean functions in context nearly match the optimal learner on "
           "conjunctions but stay at chance on parities, which they learn once prompts start with a teaching sequence.",
     caption="Table 1, Fig. 2 and Sec. 5 of the paper: accuracy against the number of in-context examples of a "
             "trained Transformer, the optimal learners (elimination, GF(2) elimination; Monte Carlo dashed, closed "

@@ -326,7 +326,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
 REPRODUCTION = Reproduction(
     name="fu-2023",
     paper=PAPER,
-    claim="Transformer layers match iterative Newton steps linearly (about 3 Newton iterations per layer) but "
+    summary="Transformer layers match iterative Newton steps linearly (about 3 Newton iterations per layer) but "
           "gradient-descent steps only exponentially, as Newton's quadratic convergence predicts.",
     caption="Fig. 3 of the paper: residual cosine of each GPT layer against Newton steps and GD steps (log), "
             "the best-matching step per layer, and exact steps to ε against κ",

@@ -274,7 +274,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
 REPRODUCTION = Reproduction(
     name="garg-2022",
     paper=PAPER,
-    claim="A GPT-2-style transformer trained from scratch on linear functions in-context matches least squares, "
+    summary="A GPT-2-style transformer trained from scratch on linear functions in-context matches least squares, "
           "far below averaging and nearest neighbours, and shares least squares' error peak at k = d under noise.",
     caption="Fig. 2 of the paper: error / d vs in-context examples of a GPT trained with the curriculum, against "
             "least squares, averaging and 3-NN (dashed); right: noisy outputs",

@@ -249,7 +249,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
 REPRODUCTION = Reproduction(
     name="mahankali-2023",
     paper=PAPER,
-    claim="The global optimum of one linear self-attention layer is one GD step with η* = n/(n+d+1+σ²); with "
+    summary="The global optimum of one linear self-attention layer is one GD step with η* = n/(n+d+1+σ²); with "
           "w ~ N(0, Σ⁻¹) it is η*Σ⁻¹-preconditioned GD, and with nonlinear responses it is still a multiple of I.",
     caption="Thms 1–3 of the paper: trained one-layer LSAs against the optimal step, risk and preconditioner",
     scales=SCALES,

@@ -54,6 +54,16 @@ def relative_error(matrix: torch.Tensor, target: torch.Tensor) -> float:
     return float((matrix - target).norm() / target.norm())
 
 
+def seed_values(rows, quantity: str, **match) -> list[float]:
+    """``quantity``'s value per seed, in seed order, from a tidy table of {seed, quantity, value, ...} rows whose
+    other columns equal ``match`` (e.g. ``run="lsa"``): what a claim check takes as ``per_seed``."""
+    found = {row["seed"]: row["value"] for row in rows if row["quantity"] == quantity
+             and all(row.get(key) == value for key, value in match.items())}
+    if not found:
+        raise ValueError(f"no {quantity!r} rows match {match}")
+    return [found[seed] for seed in sorted(found)]
+
+
 def run_mean(results: dict, run: str, quantity: str) -> float:
     """The mean over seeds of ``quantity`` for ``run`` in a results table of {run, seed, quantity, value} rows."""
     values = [row["value"] for row in results["rows"] if row["run"] == run and row["quantity"] == quantity]

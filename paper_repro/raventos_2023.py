@@ -262,7 +262,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
 REPRODUCTION = Reproduction(
     name="raventos-2023",
     paper=PAPER,
-    claim="Below a task-diversity threshold a pretrained transformer behaves like the Bayes estimator of its finite "
+    summary="Below a task-diversity threshold a pretrained transformer behaves like the Bayes estimator of its finite "
           "task pool (dMMSE); above it, like ridge regression, the Bayes estimator of the Gaussian prior.",
     caption="Fig. 2 of the paper: MSE/D of the PT, dMMSE and ridge on pool (T_Pretrain) and Gaussian (T_True) "
             "prompts, and the PT's distance to each, against the number of pretraining tasks M",

@@ -25,12 +25,17 @@ from icl_sim.prompt import Prompt
 from icl_sim.run_io import CHECKPOINT_FILE, CONFIG_FILE, load_config, trained_steps
 from icl_sim.seeding import make_generator
 from icl_sim.sweep import Executor, execute_runs
-from icl_sim.training import resolve_device
+from icl_sim.training import initial_model, resolve_device
 from icl_sim.validation import check_choice, check_int
 
+from .evidence import DEFAULT_SEEDS, check_claim_wiring
 from .runs import train_or_reuse
 from .spec import SCALES, Reproduction
 
+#: the controls a reproduction can be measured against: its models at their initialisation
+CONTROLS = ("untrained",)
+#: where the untrained control's checks go, beside ``checks.json``
+CONTROL_FILE = "control.json"
 #: the held-out prompt streams of every reproduction: seeds of the "eval" stream, never the training one
 HELD_OUT_STREAMS = {"tuning": 1, "probe": 2, "test": 3}
 
@@ -87,38 +92,104 @@ def held_out_prompts(task, stream: str, count: int, device, *, index: int = 0) -
     return task.sample(count, generator, dtype=torch.float64)
 
 
-def run_reproduction(reproduction: Reproduction, scale: str, out_dir, *, seeds: int = 1, device: str = "auto",
-                     progress: bool = True, executor: Executor = Executor()) -> list[Check]:
-    """Run ``reproduction`` at ``scale`` into ``out_dir``; returns its checks (also in ``checks.json``).
+def seed_block(scale: str, seeds: int | None = None, first_seed: int = 0) -> range:
+    """The training seeds of a run: ``seeds`` of them (by default the scale's, ``DEFAULT_SEEDS``) from
+    ``first_seed`` on; a claim must hold on any block, not only the one it was developed on."""
+    check_choice("scale", scale, SCALES)
+    seeds = DEFAULT_SEEDS[scale] if seeds is None else seeds
+    check_int("seeds", seeds, 1)
+    check_int("first_seed", first_seed, 0)
+    return range(first_seed, first_seed + seeds)
+
+
+def seeded_runs(reproduction: Reproduction, settings, block: range, device: torch.device) -> dict[tuple, TrainConfig]:
+    """Every declared run of ``settings`` once per seed of ``block``: (name, seed) → its config on ``device``."""
+    return {(name, seed): dataclasses.replace(config, seed=config.seed + seed, device=str(device))
+            for name, config in reproduction.runs(settings).items() for seed in block}
+
+
+def run_directories(runs, out_dir: Path) -> dict[tuple, Path]:
+    """Where each (name, seed) run lives: ``out_dir/runs/NAME/seed-K``."""
+    return {(name, seed): out_dir / "runs" / name / f"seed-{seed}" for name, seed in runs}
+
+
+def run_reproduction(reproduction: Reproduction, scale: str, out_dir, *, seeds: int | None = None,
+                     first_seed: int = 0, control: str | None = None, device: str = "auto", progress: bool = True,
+                     executor: Executor = Executor()) -> list[Check]:
+    """Run ``reproduction`` at ``scale`` into ``out_dir`` over the seeds ``seed_block(scale, seeds, first_seed)``;
+    returns its checks (also in ``checks.json``, beside ``results.{csv,json}`` and ``figure.{png,pdf}``).
 
     At full scale each run is a job of ``executor`` (``icl_sim.sweep``: local processes or SLURM); smaller
-    scales train here, as ensembles where runs share an architecture.
+    scales train here, as ensembles where runs share an architecture.  ``control="untrained"`` trains
+    nothing: it measures the models at their initialisation (the same seeds) through the same measure and
+    checks, and writes ``control.json`` alone.
     """
-    check_choice("scale", scale, SCALES)
-    check_int("seeds", seeds, 1)
+    block = seed_block(scale, seeds, first_seed)
+    if control is not None:
+        check_choice("control", control, CONTROLS)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     device = resolve_device(device)
     settings = reproduction.scales[scale]
+    runs = seeded_runs(reproduction, settings, block, device)
+    if control == "untrained":
+        models = {key: initial_model(config, device).eval() for key, config in runs.items()}
+        histories = {key: [] for key in runs}
+    else:
+        models, histories = trained_models(reproduction, settings, scale, runs, out_dir, device, executor=executor,
+                                           progress=progress)
+    results, checks = evaluate(reproduction, scale, Measurement(settings, device, *_by_name(models, histories)),
+                               deferring=control is None)
+    if control is not None:
+        write_checks(checks, out_dir, CONTROL_FILE)
+        return checks
+    write_outputs(reproduction, scale, settings, results, checks, out_dir)
+    return checks
+
+
+def trained_models(reproduction: Reproduction, settings, scale: str, runs: dict, out_dir: Path, device, *,
+                   executor: Executor, progress: bool) -> tuple[dict, dict]:
+    """Each run's model trained to its end in ``out_dir/runs`` (a finished run reused, an unfinished one resumed)
+    and its history."""
     monitor = reproduction.monitor(settings, device) if reproduction.monitor else None
-    runs = {(name, seed): dataclasses.replace(config, seed=config.seed + seed, device=str(device))
-            for name, config in reproduction.runs(settings).items() for seed in range(seeds)}
-    run_dirs = {(name, seed): out_dir / "runs" / name / f"seed-{seed}" for name, seed in runs}
+    run_dirs = run_directories(runs, out_dir)
     if scale == "full":
         execute_runs({f"{name}/seed-{seed}": (config, run_dirs[name, seed]) for (name, seed), config in runs.items()},
                      executor, out_dir, log_extra=monitor)
     else:
         train_ensembles(list(runs.values()), list(run_dirs.values()), progress=progress, log_extra=monitor)
-    models: dict[str, list[InContextModel]] = {}
-    histories: dict[str, list[list[dict]]] = {}
-    for key, run in runs.items():
-        model, history = train_or_reuse(run, run_dirs[key], progress=progress, log_extra=monitor)
-        models.setdefault(key[0], []).append(model)
-        histories.setdefault(key[0], []).append(history)
-    results = reproduction.measure(Measurement(settings, device, models, histories))
-    checks = list(reproduction.checks(results, settings))
+    models, histories = {}, {}
+    for key, config in runs.items():
+        models[key], histories[key] = train_or_reuse(config, run_dirs[key], progress=progress, log_extra=monitor)
+    return models, histories
+
+
+def _by_name(models: dict, histories: dict) -> tuple[dict, dict]:
+    """{(name, seed): value} maps as ``Measurement`` takes them: name → values in seed order."""
+    by_name: tuple[dict, dict] = ({}, {})
+    for target, source in zip(by_name, (models, histories)):
+        for (name, _), value in sorted(source.items(), key=lambda item: item[0][1]):
+            target.setdefault(name, []).append(value)
+    return by_name
+
+
+def evaluate(reproduction: Reproduction, scale: str, measurement: Measurement, *,
+             deferring: bool = True) -> tuple[dict, list[Check]]:
+    """Measure and check: the results and the checks, a deferred claim's checks marked so (if ``deferring``)."""
+    results = reproduction.measure(measurement)
+    checks = list(reproduction.checks(results, measurement.settings))
+    check_claim_wiring(reproduction, checks)
+    if deferring:
+        checks = [dataclasses.replace(check, deferred=True)
+                  if check.kind == "claim" and reproduction.claim(check.claim).deferred_at(scale) else check
+                  for check in checks]
+    return results, checks
+
+
+def write_outputs(reproduction: Reproduction, scale: str, settings, results: dict, checks: list[Check],
+                  out_dir: Path) -> None:
+    """``results.{csv,json}``, ``checks.json`` and ``figure.{png,pdf}`` in ``out_dir``."""
     write_table(results["rows"], out_dir, "results")
     write_checks(checks, out_dir)
     caption = f"{reproduction.caption} ({reproduction.paper.citation()}; icl-sim, {scale} scale)"
     draw_figure(out_dir / "figure", reproduction.figure(results, settings), caption)
-    return checks

@@ -215,7 +215,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
 REPRODUCTION = Reproduction(
     name="sanford-2024",
     paper=PAPER,
-    claim="Graph connectivity is a parallelizable task: transformers need, and with it suffice, depth logarithmic "
+    summary="Graph connectivity is a parallelizable task: transformers need, and with it suffice, depth logarithmic "
           "in the graph size (L layers compose reachability over 2^L hops).",
     caption="Connectivity on GraphQA-style graphs: accuracy of trained GPTs against depth, overall and on the hard "
             "slice, beside L rounds of boolean squaring, and the squaring rounds needed against graph size",

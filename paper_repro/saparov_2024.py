@@ -231,7 +231,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
 REPRODUCTION = Reproduction(
     name="saparov-2024",
     paper=PAPER,
-    claim="On DAG search, transformers extend reachable sets exponentially with depth (path merging: L layers, 2^L "
+    summary="On DAG search, transformers extend reachable sets exponentially with depth (path merging: L layers, 2^L "
           "hops), yet learning the task gets harder as the graphs grow.",
     caption="Balanced-lookahead DAG connectivity (the paper's scaling experiments): accuracy of a transformer "
             "trained for a fixed budget against the number of vertices and the lookahead, and the path-merging "

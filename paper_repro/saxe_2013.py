@@ -205,7 +205,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
 REPRODUCTION = Reproduction(
     name="saxe-2013",
     paper=PAPER,
-    claim="From small decoupled initial weights, each mode of a two-layer linear network is learned along the "
+    summary="From small decoupled initial weights, each mode of a two-layer linear network is learned along the "
           "sigmoid u(t) = s e^{2st/τ}/(e^{2st/τ} − 1 + s/u0), reaching half strength at "
           "t½ = (τ/2s) ln(s/u0 − 1).",
     caption="The paper's learning curves (Sec. 2, eq. (7); their Fig. 2, left): mode strengths of a two-layer "

@@ -255,7 +255,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
 REPRODUCTION = Reproduction(
     name="vladymyrov-2024",
     paper=PAPER,
-    claim="Linear transformers trained on linear regression with a noise level that varies from prompt to prompt "
+    summary="Linear transformers trained on linear regression with a noise level that varies from prompt to prompt "
           "match or beat ridge regression with the best single λ, and diagonal attention is about as good as full.",
     caption="Fig. 1 of the paper: adjusted loss (loss − oracle ridge loss) of FULL and DIAG linear transformers "
             "against depth, σ_τ ~ U(0, σ_max), with the best fixed-λ ridge (ConstRR) dashed",

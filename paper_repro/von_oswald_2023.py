@@ -4,7 +4,12 @@ Setting: one linear self-attention layer trained on linear regression, d = 10 wi
 context points, x ~ U(-0.5, 0.5)^d (their code's ``input_range = 1``) and w ~ N(0, I), with the
 authors' Adam (β = (0.9, 0.98), ε = 1e-9) and initial weight scale 0.002.
 
-Claim: the trained layer implements one step of gradient descent with the best step size η*.
+Claims (``CLAIMS``): the trained layer implements one step of gradient descent with the best step
+size η* (its loss, predictions and input sensitivities), its weights are the GD construction, and
+the match holds out of distribution.  Thresholds: the paper states no number; Fig. 2 shows the
+two losses meeting, the prediction difference falling towards 0 and the sensitivity cosine
+towards 1.  The bounds here (loss gap ≤ 5 %, relative L2 distance ≤ 0.1, cosines ≥ 0.99 and
+0.98) are this reproduction's reading of "matches", set when it was written, not from a run.
 Measured on held-out prompts: both losses (½·MSE, their convention), the prediction difference
 (mean |ŷ_LSA − ŷ_GD|, and the relative L2 distance), the cosine of the input sensitivities
 ∂ŷ/∂x_query, and the trained weights against the GD construction (Prop. 1) through the
@@ -28,7 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
-from icl_sim.checks import Check
+from icl_sim.checks import Check, claim_check
 from icl_sim.config import TrainConfig
 from icl_sim.evaluation import eval_prompts
 from icl_sim.models import InContextModel
@@ -38,8 +43,9 @@ from icl_sim.tasks import LinearRegression
 from icl_sim.theory import GD, gd_lsa_weights
 from icl_sim.weight_comparison import compare_to_construction
 
+from .measures import seed_values
 from .runner import held_out_prompts
-from .spec import Paper, Reproduction
+from .spec import Claim, Paper, Reproduction
 
 PAPER = Paper("J. von Oswald, E. Niklasson, E. Randazzo, J. Sacramento, A. Mordvintsev, A. Zhmoginov, "
               "M. Vladymyrov", "Transformers learn in-context by gradient descent", "ICML 2023", "2212.07677")
@@ -51,6 +57,16 @@ ADAM_BETAS, ADAM_EPS = (0.9, 0.98), 1e-9
 STEP_SIZE_PROMPTS = 50_000
 #: input scales α of the out-of-distribution test (α = 1 is the training distribution)
 INPUT_SCALES = (0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0)
+
+
+CLAIMS = (
+    Claim("one-gd-step", "A trained one-layer LSA predicts as one step of GD with the risk-optimal η*: equal loss, "
+          "equal predictions, aligned input sensitivities", FIGURE_2),
+    Claim("gd-weights", "Its trained weights are the GD construction of Prop. 1 at η*, up to the P → cP, Q → Q/c "
+          "rescaling", "von Oswald et al. 2023, Prop. 1 and Fig. 2"),
+    Claim("out-of-distribution", "Out of distribution (inputs scaled by α) the trained layer and GD at η* keep "
+          "agreeing, both losses growing together", "von Oswald et al. 2023, Fig. 2 (right)"),
+)
 
 
 @dataclass(frozen=True)
@@ -157,30 +173,44 @@ def measure(measurement) -> dict:
 
 def _mean(results: dict, quantity: str, alpha: float = 1.0) -> float:
     """The mean over seeds of ``quantity`` (at input scale ``alpha``)."""
-    values = [row["value"] for row in results["rows"] if row["quantity"] == quantity and row["alpha"] == alpha]
+    values = seed_values(results["rows"], quantity, alpha=alpha)
     return sum(values) / len(values)
 
 
-def _ood_gap(results: dict, alpha: float) -> float:
-    return abs(_mean(results, "ood_loss_model", alpha) / _mean(results, "ood_loss_gd", alpha) - 1)
+def _per_seed(results: dict, quantity: str, alpha: float = 1.0) -> list[float]:
+    return seed_values(results["rows"], quantity, alpha=alpha)
+
+
+def _ood_gaps(results: dict, alpha: float) -> list[float]:
+    """Per seed, |L_LSA / L_GD − 1| at input scale ``alpha``."""
+    return [abs(model / gd - 1) for model, gd in zip(_per_seed(results, "ood_loss_model", alpha),
+                                                      _per_seed(results, "ood_loss_gd", alpha))]
+
+
+def _largest_over_scales(per_alpha: list[list[float]]) -> list[float]:
+    """Per seed, the largest value over the input scales."""
+    return [max(values) for values in zip(*per_alpha)]
 
 
 def checks(results: dict, settings: Settings) -> list[Check]:
-    gap = abs(_mean(results, "loss_model") - _mean(results, "loss_gd")) / _mean(results, "loss_gd")
+    gaps = [abs(model - gd) / gd for model, gd in zip(_per_seed(results, "loss_model"), _per_seed(results, "loss_gd"))]
     return [
-        Check("relative loss gap |L_LSA − L_GD| / L_GD", 0.05, gap, relation="at_most", source=FIGURE_2),
-        Check("relative L2 distance of predictions", 0.1, _mean(results, "relative_prediction_distance"),
-              relation="at_most", source=FIGURE_2),
-        Check("cosine of sensitivities dŷ/dx_query", 0.99, _mean(results, "sensitivity_cosine"), relation="at_least",
-              source=FIGURE_2),
-        Check("cosine of the trained weights with the GD construction at η*", 0.98, _mean(results, "weight_cosine"),
-              relation="at_least", source="von Oswald et al. 2023, Prop. 1 and Fig. 2"),
-        Check(f"out of distribution, largest relative loss gap over α ∈ {list(INPUT_SCALES)}", 0.05,
-              max(_ood_gap(results, alpha) for alpha in INPUT_SCALES), relation="at_most",
-              source="von Oswald et al. 2023, Fig. 2 (right): the curves overlay for every α"),
-        Check("out of distribution, largest relative L2 distance of predictions over α", 0.1,
-              max(_mean(results, "ood_relative_prediction_distance", alpha) for alpha in INPUT_SCALES),
-              relation="at_most", source="von Oswald et al. 2023, Fig. 2 (right)"),
+        claim_check("one-gd-step", "relative loss gap |L_LSA − L_GD| / L_GD", 0.05, gaps, relation="at_most",
+                    source=FIGURE_2),
+        claim_check("one-gd-step", "relative L2 distance of predictions", 0.1,
+                    _per_seed(results, "relative_prediction_distance"), relation="at_most", source=FIGURE_2),
+        claim_check("one-gd-step", "cosine of sensitivities dŷ/dx_query", 0.99, _per_seed(results, "sensitivity_cosine"),
+                    relation="at_least", source=FIGURE_2),
+        claim_check("gd-weights", "cosine of the trained weights with the GD construction at η*", 0.98,
+                    _per_seed(results, "weight_cosine"), relation="at_least",
+                    source="von Oswald et al. 2023, Prop. 1 and Fig. 2"),
+        claim_check("out-of-distribution", f"out of distribution, largest relative loss gap over α ∈ {list(INPUT_SCALES)}",
+                    0.05, _largest_over_scales([_ood_gaps(results, alpha) for alpha in INPUT_SCALES]),
+                    relation="at_most", source="von Oswald et al. 2023, Fig. 2 (right): the curves overlay for every α"),
+        claim_check("out-of-distribution", "out of distribution, largest relative L2 distance of predictions over α", 0.1,
+                    _largest_over_scales([_per_seed(results, "ood_relative_prediction_distance", alpha)
+                                          for alpha in INPUT_SCALES]),
+                    relation="at_most", source="von Oswald et al. 2023, Fig. 2 (right)"),
     ]
 
 
@@ -211,8 +241,9 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
 REPRODUCTION = Reproduction(
     name="von-oswald-2023",
     paper=PAPER,
-    claim="A single trained linear self-attention layer implements one step of gradient descent with the "
-          "risk-optimal step size.",
+    summary="A single trained linear self-attention layer implements one step of gradient descent with the "
+            "risk-optimal step size.",
+    claims=CLAIMS,
     caption="Fig. 2 of the paper: one LSA layer trained on d = 10, N = 10, x ~ U(−0.5, 0.5) against one GD step, "
             "over training and out of distribution",
     scales=SCALES,

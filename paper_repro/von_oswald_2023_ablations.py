@@ -203,7 +203,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
 REPRODUCTION = Reproduction(
     name="von-oswald-2023-ablations",
     paper=PAPER,
-    claim="A recurrent two-layer LSA learns GD++ with the risk-optimal curvature correction γ and beats GD at "
+    summary="A recurrent two-layer LSA learns GD++ with the risk-optimal curvature correction γ and beats GD at "
           "equal depth; one softmax head cannot match one GD step, two heads nearly do.",
     caption="Fig. 13 of the paper: a recurrent two-layer LSA's γ against GD++'s risk-optimal γ for N = 10 … 100, "
             "and its loss against two GD++ and two GD steps; the softmax ablation (1 and 2 heads) against one GD "

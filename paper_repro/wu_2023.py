@@ -242,7 +242,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
 REPRODUCTION = Reproduction(
     name="wu-2023",
     paper=PAPER,
-    claim="One-pass SGD on T independent tasks brings a single linear-attention layer to its optimum with excess "
+    summary="One-pass SGD on T independent tasks brings a single linear-attention layer to its optimum with excess "
           "risk Õ(1/T), and that optimum is nearly Bayes optimal at bounded SNR but not at high SNR.",
     caption="Thm 4.1 and Sec. 5 of the paper: excess ICL risk against the number of pretraining tasks, and the "
             "risk ratio of the one-layer optimum to the Bayes ridge against SNR",

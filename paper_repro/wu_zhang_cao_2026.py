@@ -310,7 +310,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
 REPRODUCTION = Reproduction(
     name="wu-zhang-cao-2026",
     paper=PAPER,
-    claim="A looped linear transformer with layer normalisation, trained to predict the top principal direction, "
+    summary="A looped linear transformer with layer normalisation, trained to predict the top principal direction, "
           "learns one power iteration per loop; without layer normalisation it cannot, and its error stays above "
           "the floor a scale shared across prompts forces.",
     caption="The paper's central claim on in-context PCA: a looped linear self-attention layer with and without LN, "

@@ -307,7 +307,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
 REPRODUCTION = Reproduction(
     name="yang-2023",
     paper=PAPER,
-    claim="A looped transformer (one block iterated with input injection) matches a standard multi-block "
+    summary="A looped transformer (one block iterated with input injection) matches a standard multi-block "
           "transformer on in-context linear regression with under 10 % of its parameters, and its error stays "
           "flat when run for more loops than it was trained for.",
     caption="Fig. 2 of the paper: error against loop iterations of a looped transformer trained for b loops "

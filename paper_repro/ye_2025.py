@@ -279,7 +279,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
 REPRODUCTION = Reproduction(
     name="ye-2025",
     paper=PAPER,
-    claim="An L-layer (disentangled) transformer computes connectivity exactly within diameter 3^L when trained "
+    summary="An L-layer (disentangled) transformer computes connectivity exactly within diameter 3^L when trained "
           "within that capacity, and falls back to the node-degree heuristic when trained beyond it.",
     caption="Sec. 4-5 and Fig. 1 of the paper: cubing's reach 3^L, and one-layer disentangled transformers trained "
             "within (diameter ≤ 3) or beyond (a path of n − 4 edges) capacity, on held-out isolated chains",

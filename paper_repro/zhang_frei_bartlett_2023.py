@@ -215,7 +215,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
 REPRODUCTION = Reproduction(
     name="zhang-frei-bartlett-2023",
     paper=PAPER,
-    claim="Training one linear self-attention layer reaches the closed-form global optimum "
+    summary="Training one linear self-attention layer reaches the closed-form global optimum "
           "Γ* = ((1+1/N)Λ + trΛ/N·I)⁻¹, whose risk at every prompt length follows in closed form and which is "
           "brittle to covariate shift, R∞(c) = dc(cγ − 1)².",
     caption="Thm 4.1 and §4.2 of the paper: one trained LSA layer against the global optimum, the risk over "

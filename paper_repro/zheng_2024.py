@@ -244,7 +244,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
 REPRODUCTION = Reproduction(
     name="zheng-2024",
     paper=PAPER,
-    claim="One causal linear attention layer trained autoregressively on x_{t+1} = W x_t (W diagonal unitary) "
+    summary="One causal linear attention layer trained autoregressively on x_{t+1} = W x_t (W diagonal unitary) "
           "implements one GD step on the in-context OLS problem with a learned step; its t → ∞ map is "
           "(c/2)·W·diag(|x_1|²), which recovers W for all-ones and sparse initial tokens (as N grows) and "
           "leaves an error floor ≥ 1/3 for a Gaussian one.",

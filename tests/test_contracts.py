@@ -495,7 +495,8 @@ def test_resume_after_ctrl_c_is_bit_identical(tmp_path, name, device):
 
 # == reproductions ====================================================================================
 
-CHECK_FIELDS = {"quantity", "expected", "measured", "tolerance", "relation", "standard_error", "source", "passed"}
+CHECK_FIELDS = {"quantity", "expected", "measured", "tolerance", "relation", "standard_error", "source", "passed",
+                "kind", "claim", "per_seed", "every_seed", "deferred", "verdict", "mean", "ci", "seeds_held"}
 
 
 @pytest.mark.parametrize("name", list(REPRODUCTIONS))
