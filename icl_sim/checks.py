@@ -130,11 +130,13 @@ class Check:
             if self.standard_error:
                 measured += f" ± {self.standard_error:.2g} (s.e.)"
             return f"[{'PASS' if self.passed else 'FAIL'}] {self.quantity}: {measured}, {target}{source}"
-        seeds = ", ".join(f"{value:.4g}" for value in self.per_seed)
+        count = len(self.per_seed)
+        values = ", ".join(f"{value:.4g}" for value in self.per_seed)
         interval = f", 95 % CI [{self.ci[0]:.4g}, {self.ci[1]:.4g}]" if self.ci else ""
-        rule = "in every seed" if self.every_seed else f"held in {self.seeds_held} of {len(self.per_seed)} seeds"
-        return (f"[{self.verdict.upper()}] claim {self.claim}, {self.quantity}: mean {self.measured:.6g}{interval} "
-                f"over seeds ({seeds}; {rule}), {target}{source}")
+        rule = " (every seed required)" if self.every_seed else ""
+        return (f"[{self.verdict.upper()}] claim {self.claim}, {self.quantity}: mean {self.measured:.6g} over "
+                f"{count} seed{'s' if count > 1 else ''} ({values}){interval}, held in {self.seeds_held} of "
+                f"{count}{rule}; {target}{source}")
 
     def as_dict(self) -> dict:
         """Every field, the verdict, and for a claim check its mean, interval and seeds held (``checks.json``)."""

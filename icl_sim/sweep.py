@@ -39,7 +39,9 @@ from icl_sim.threads import use_threads
 from icl_sim.training import train_to_end
 from icl_sim.validation import check_choice
 
-EXECUTORS = ("local", "slurm")
+#: where runs execute: local processes, SLURM jobs, or one after another in this process (submitit's debug
+#: executor: what a rehearsal of the full scale uses, and a way to step through a sweep in a debugger)
+EXECUTORS = ("local", "slurm", "debug")
 #: ``icl-sim train``'s shortcuts for a task or model parameter, allowed in a spec beside TrainConfig's fields
 SHORTCUTS = ("dim", "points", "layers", "loops", "loop_window")
 #: what a run of a sweep can be: trained, training now (or queued), stopped before its end, never started
@@ -53,7 +55,8 @@ class SweepFailed(RunFailed):
 
 @dataclass(frozen=True)
 class Executor:
-    """Where runs execute: ``local`` (one process per run on this machine) or ``slurm`` (one job per run), with
+    """Where runs execute: ``local`` (one process per run on this machine), ``slurm`` (one job per run) or
+    ``debug`` (in this process, one run after another), with
     ``gpus_per_node`` GPUs per job (None: one where this machine has CUDA; submitit hides the others)."""
 
     kind: str = "local"

@@ -18,6 +18,7 @@ from icl_sim.config import TrainConfig
 from icl_sim.latent_probes import CONTROLS, PROBES
 from icl_sim.models import MODELS
 from icl_sim.paper_repro import SCALES
+from icl_sim.paper_repro.runner import CONTROLS as REPRO_CONTROLS
 from icl_sim.probing import READOUTS, STEP_PARAMS
 from icl_sim.reports import PRECONDITIONERS, compare_weights_run, probe_latent_run, probe_run
 from icl_sim.sweep import EXECUTORS
@@ -77,9 +78,10 @@ def test_gpt_defaults_to_loss_on_all_positions(tmp_path):
     assert config["loss_on"] == "all" and config["model_params"] == {"n_embd": 16, "n_layer": 1}
 
 
-def test_repro_list_names_the_papers():
+def test_repro_list_names_the_papers_and_their_claims():
     result = invoke("repro", "list")
     assert result.exit_code == 0 and "von-oswald-2023" in result.output
+    assert "    claim one-gd-step: A trained one-layer LSA predicts as one step of GD" in result.output
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +182,8 @@ def test_every_help_starts_without_torch_sympy_or_matplotlib():
                                              (choices.STEP_PARAMS, STEP_PARAMS),
                                              (choices.PRECONDITIONERS, PRECONDITIONERS), (choices.SCALES, SCALES),
                                              (choices.EXECUTORS, EXECUTORS), (choices.LATENT_PROBES, PROBES),
-                                             (choices.LATENT_CONTROLS, CONTROLS)])
+                                             (choices.LATENT_CONTROLS, CONTROLS),
+                                             (choices.CONTROLS, REPRO_CONTROLS)])
 def test_light_choices_equal_their_registries(light, registry):
     assert light == registry
 

@@ -16,7 +16,8 @@ tested, at small defaults.  What each family must do:
   value names itself; an interrupted and resumed training run ends bit-identical to a straight one;
 * a baseline: no peeking, the target's shape, float64 output (the same from float32 input), bad
   shapes and bad constructor arguments rejected by name;
-* a reproduction: runs at smoke scale and writes its checks, results and figure.
+* a reproduction: declares its claims, each tested by a claim check; runs at smoke scale and writes its checks,
+  results and figure; its untrained control runs through the same measure and checks.
 
 Monte Carlo checks allow ``Z = 5`` standard errors (one gaussian-ish statistic: false alarm about
 6e-7; the seeds are fixed, so each check is deterministic anyway).
@@ -511,14 +512,33 @@ def test_cli_offers_every_scale():
 
 
 @pytest.mark.parametrize("name", list(REPRODUCTIONS))
-def test_reproduction_pipeline_at_smoke_scale(tmp_path, name):
-    """Smoke scale trains for a few steps: the checks need not pass, but every file and number must be there."""
+def test_reproduction_declares_claims_with_sources(name):
+    claims = REPRODUCTIONS[name].claims
+    assert claims, f"{name} declares no claims"
+    for claim in claims:
+        assert claim.id and claim.statement and claim.source, claim
+        assert (claim.needs is None) == (not claim.reason), claim
+
+
+@pytest.mark.parametrize("name", list(REPRODUCTIONS))
+def test_reproduction_pipeline_and_untrained_control_at_smoke_scale(tmp_path, name):
+    """Smoke scale trains for a few steps: the verdicts need not be good, but every file and number must be
+    there, every declared claim tested by a claim check, and the untrained control measured the same way."""
+    reproduction = REPRODUCTIONS[name]
     checks = run_reproduction(name, "smoke", tmp_path, device="cpu", progress=False)
-    saved = json.loads((tmp_path / "checks.json").read_text())
-    assert checks and [row["quantity"] for row in saved] == [check.quantity for check in checks]
-    for row in saved:
-        assert set(row) == CHECK_FIELDS
-        assert math.isfinite(row["measured"]), row
-        assert row["relation"] in ("close", "at_most", "at_least") and isinstance(row["passed"], bool)
+    control = run_reproduction(name, "smoke", tmp_path, device="cpu", progress=False, control="untrained")
+    assert {check.claim for check in checks if check.kind == "claim"} == {claim.id for claim in reproduction.claims}
+    assert [check.quantity for check in control] == [check.quantity for check in checks]
+    for file, listed in (("checks.json", checks), ("control.json", control)):
+        saved = json.loads((tmp_path / file).read_text())
+        assert listed and [row["quantity"] for row in saved] == [check.quantity for check in listed]
+        for row in saved:
+            assert set(row) == CHECK_FIELDS
+            assert math.isfinite(row["measured"]) or file == "control.json", row  # untrained: may never get there
+            assert row["relation"] in ("close", "at_most", "at_least") and isinstance(row["passed"], bool)
+            if row["kind"] == "claim":
+                assert row["verdict"] in ("held", "failed", "deferred") and len(row["per_seed"]) == 1
+            else:
+                assert row["kind"] == "sanity" and row["claim"] is None and row["verdict"] in ("passed", "failed")
     assert json.loads((tmp_path / "results.json").read_text())
     assert (tmp_path / "figure.png").stat().st_size > 0

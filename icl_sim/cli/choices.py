@@ -15,8 +15,10 @@ READOUTS = ("direct", "fitted")
 PRECONDITIONERS = ("identity", "optimal")
 #: icl_sim.paper_repro.SCALES
 SCALES = ("smoke", "quick", "full")
+#: icl_sim.paper_repro.runner.CONTROLS
+CONTROLS = ("untrained",)
 #: icl_sim.sweep.EXECUTORS
-EXECUTORS = ("local", "slurm")
+EXECUTORS = ("local", "slurm", "debug")
 #: icl_sim.latent_probes.PROBES
 LATENT_PROBES = ("linear", "mlp")
 #: icl_sim.latent_probes.CONTROLS

@@ -12,8 +12,8 @@ from icl_sim.cli.given_once import option
 
 executor_options = [
     option("--executor", "kind", type=click.Choice(choices.EXECUTORS), default="local", show_default=True,
-           help="local: one process per run on this machine; slurm: one SLURM job per run (repro run: full scale "
-                "only)"),
+           help="local: one process per run on this machine; slurm: one SLURM job per run; debug: in this process, "
+                "one run after another (repro run: full scale only)"),
     option("--partition", help="the SLURM partition (default: the cluster's)"),
     option("--timeout-min", type=click.IntRange(min=1), default=24 * 60, show_default=True,
            help="minutes a job may run"),

@@ -1,0 +1,206 @@
+"""The full scale rehearsed on this machine, so that a paper-scale run on a GPU is not the first time its code runs.
+
+``rehearse(reproduction, out_dir)`` builds every full-scale run at its full size (validating its
+config, task and model), trains each a few steps through the path the full scale takes (a job of
+the sweep executor, here submitit's in-process ``debug`` one), and runs measure, checks and figure
+on the resulting models with fewer held-out prompts.  For each distinct model size and batch shape
+it measures, on one optimisation step: the parameters, the peak memory (on CUDA the allocator's
+peak; on a CPU the weights, gradients and optimiser state plus the activations autograd saves), the
+seconds per step here, and the FLOPs (``torch.utils.flop_counter``: matrix products, forward and
+backward), which give the full run's total and its projected hours on one H200 at 40 % of its dense
+bf16 peak.  A curriculum's early, smaller steps are counted at the full size: an upper bound.  The
+projection counts arithmetic only: a small model's GPU step is bound by kernel launches, not FLOPs,
+so for the linear-attention runs it is a lower bound on the time.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from icl_sim.atomic import write_text
+from icl_sim.checks import Check
+from icl_sim.config import TrainConfig
+from icl_sim.memory import format_bytes
+from icl_sim.sweep import Executor
+from icl_sim.tasks import make_task
+from icl_sim.training import (initial_model, make_optimizer, make_scheduler, optimisation_step, resolve_device,
+                              training_batch)
+
+from .runner import Measurement, _by_name, evaluate, seed_block, seeded_runs, trained_models, write_outputs
+from .spec import Reproduction
+
+#: optimiser steps each rehearsed run takes (the full path: schedule, logging, checkpoint, the monitor)
+REHEARSAL_STEPS = 2
+#: steps timed per distinct model size and batch shape, after one untimed step
+TIMED_STEPS = 2
+#: held-out prompts per stream in a rehearsal: enough to run every measure, not to judge it
+REHEARSAL_PROMPTS = 256
+#: one H200's dense bf16 tensor-core throughput (NVIDIA's datasheet: 989 TFLOP/s; 1979 is with sparsity)
+H200_BF16_FLOPS = 989e12
+#: the fraction of that peak a training run is assumed to sustain
+UTILISATION = 0.4
+REHEARSAL_FILE = "rehearsal.json"
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """What one optimisation step of a model size and batch shape costs."""
+
+    parameters: int
+    peak_bytes: int
+    seconds: float
+    flops: float
+
+
+@dataclass(frozen=True)
+class RunCost:
+    """A full-scale run's cost: its step's, times its steps."""
+
+    run: str
+    steps: int
+    step: StepCost
+
+    @property
+    def total_flops(self) -> float:
+        return self.step.flops * self.steps
+
+    @property
+    def h200_hours(self) -> float:
+        return self.total_flops / (UTILISATION * H200_BF16_FLOPS) / 3600
+
+    @property
+    def hours_here(self) -> float:
+        return self.step.seconds * self.steps / 3600
+
+    def describe(self) -> str:
+        return (f"{self.run}: {self.step.parameters:,} parameters, peak memory {format_bytes(self.step.peak_bytes)}, "
+                f"{self.step.seconds:.3g} s/step here ({_hours(self.hours_here)} for its {self.steps:,} steps), "
+                f"{self.total_flops:.3g} FLOP, {_hours(self.h200_hours)} on one H200")
+
+    def as_dict(self) -> dict:
+        return {"run": self.run, "steps": self.steps, **dataclasses.asdict(self.step),
+                "total_flops": self.total_flops, "h200_hours": self.h200_hours, "hours_here": self.hours_here}
+
+
+def _hours(hours: float) -> str:
+    """A duration given in hours, in the unit that reads best."""
+    seconds = hours * 3600
+    return f"{seconds:.2g} s" if seconds < 60 else f"{seconds / 60:.2g} min" if seconds < 3600 else f"{hours:.3g} h"
+
+
+def total_hours(costs) -> float:
+    """The projected H200 hours of ``costs`` together."""
+    return sum(cost.h200_hours for cost in costs)
+
+
+def total_line(label: str, costs) -> str:
+    """``label``: its runs, FLOPs and projected H200 time, one line."""
+    flops = sum(cost.total_flops for cost in costs)
+    here = sum(cost.hours_here for cost in costs)
+    return (f"{label}: {len(costs)} runs, {flops:.3g} FLOP, {_hours(total_hours(costs))} on one H200 at "
+            f"{UTILISATION:.0%} of bf16 peak ({_hours(here)} at this machine's pace)")
+
+
+def rehearse(reproduction: Reproduction, out_dir, *, seeds: int | None = None, first_seed: int = 0,
+             device: str = "auto", progress: bool = False) -> tuple[list[RunCost], list[Check]]:
+    """Rehearse ``reproduction``'s full scale in ``out_dir``: its runs' costs (also in ``rehearsal.json``) and
+    the checks of the briefly trained models (their verdicts mean nothing; that they are computed does)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    device = resolve_device(device)
+    full = reproduction.scales["full"]
+    runs = seeded_runs(reproduction, full, seed_block("full", seeds, first_seed), device)
+    step_costs: dict[str, StepCost] = {}
+    costs = []
+    for (name, seed), config in runs.items():
+        shape = _shape(config)
+        if shape not in step_costs:
+            step_costs[shape] = step_cost(config, device)
+        costs.append(RunCost(f"{name}/seed-{seed}", config.steps, step_costs[shape]))
+    short = {key: dataclasses.replace(config, steps=REHEARSAL_STEPS) for key, config in runs.items()}
+    models, histories = trained_models(reproduction, full, "full", short, out_dir, device,
+                                       executor=Executor("debug"), progress=progress)
+    settings = fewer_prompts(full)
+    results, checks = evaluate(reproduction, "full", Measurement(settings, device, *_by_name(models, histories)))
+    write_outputs(reproduction, "full", settings, results, checks, out_dir)
+    write_text(out_dir / REHEARSAL_FILE, json.dumps([cost.as_dict() for cost in costs], indent=2) + "\n")
+    return costs, checks
+
+
+def fewer_prompts(settings):
+    """``settings`` with each held-out prompt count (a field named ``*_prompts``) at most ``REHEARSAL_PROMPTS``."""
+    if not dataclasses.is_dataclass(settings):
+        return settings
+    counts = {field.name: min(getattr(settings, field.name), REHEARSAL_PROMPTS)
+              for field in dataclasses.fields(settings) if field.name.endswith("_prompts")}
+    return dataclasses.replace(settings, **counts)
+
+
+def _shape(config: TrainConfig) -> str:
+    """What a step's cost depends on: the task's sizes, the model, the batch and the positions in the loss."""
+    return json.dumps([config.task, config.task_params, config.model, config.model_params, config.batch_size,
+                       config.batch_shards, config.loss_on, config.optimizer, config.compile], sort_keys=True,
+                      default=str)
+
+
+def step_cost(config: TrainConfig, device: torch.device) -> StepCost:
+    """One optimisation step of ``config`` at its full size, measured on a fresh model: parameters, peak memory,
+    seconds (the mean of ``TIMED_STEPS`` steps after one untimed) and FLOPs."""
+    task = make_task(config.task, **config.task_params)
+    model = initial_model(config, device).train()
+    optimizer = make_optimizer(model, config)
+    scheduler = make_scheduler(optimizer, config)
+
+    def step(index: int) -> None:
+        optimisation_step(model, optimizer, scheduler, training_batch(task, config, index, device), task, config,
+                          index, device)
+
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    saved = SavedActivations(model)
+    with FlopCounterMode(display=False) as counter, saved:
+        step(0)
+    peak = (torch.cuda.max_memory_allocated(device) if device.type == "cuda"
+            else _tensor_bytes([*model.parameters(), *_gradients(model), *_optimiser_tensors(optimizer)]) + saved.bytes)
+    start = time.perf_counter()
+    for index in range(1, 1 + TIMED_STEPS):
+        step(index)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    seconds = (time.perf_counter() - start) / TIMED_STEPS
+    return StepCost(sum(p.numel() for p in model.parameters()), int(peak), seconds, float(counter.get_total_flops()))
+
+
+class SavedActivations(torch.autograd.graph.saved_tensors_hooks):
+    """While active, the bytes of the distinct tensors autograd saves for backward, the model's weights aside:
+    a step's activation memory."""
+
+    def __init__(self, model: torch.nn.Module):
+        self.bytes = 0
+        self._seen = {p.untyped_storage().data_ptr() for p in model.parameters()}
+        super().__init__(self._pack, lambda tensor: tensor)
+
+    def _pack(self, tensor: torch.Tensor) -> torch.Tensor:
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in self._seen:
+            self._seen.add(storage.data_ptr())
+            self.bytes += storage.nbytes()
+        return tensor
+
+
+def _gradients(model: torch.nn.Module) -> list[torch.Tensor]:
+    return [p.grad for p in model.parameters() if p.grad is not None]
+
+
+def _optimiser_tensors(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
+    return [value for state in optimizer.state.values() for value in state.values() if torch.is_tensor(value)]
+
+
+def _tensor_bytes(tensors) -> int:
+    return sum(tensor.numel() * tensor.element_size() for tensor in tensors)
