@@ -11,6 +11,7 @@ from icl_sim.paper_repro import (ahn_2023, akyurek_2023, bhattamishra_2023, fu_2
                                  raventos_2023, sanford_2024, saparov_2024, saxe_2013, vladymyrov_2024, von_oswald_2023,
                                  von_oswald_2023_ablations, wu_2023, wu_zhang_cao_2026, yang_2023, ye_2025,
                                  zhang_frei_bartlett_2023, zheng_2024)
+from icl_sim.paper_repro.rehearsal import RunCost, rehearse
 from icl_sim.paper_repro.runner import run_reproduction as run
 from icl_sim.paper_repro.spec import SCALES, Reproduction
 from icl_sim.sweep import Executor
@@ -36,4 +37,13 @@ def run_reproduction(name: str, scale: str, out_dir, *, seeds: int | None = None
                device=device, progress=progress, executor=executor)
 
 
-__all__ = ["REPRODUCTIONS", "SCALES", "Check", "Reproduction", "run_reproduction"]
+def rehearse_reproduction(name: str, out_dir, *, seeds: int | None = None, first_seed: int = 0, device: str = "auto",
+                          progress: bool = False) -> tuple[list[RunCost], list[Check]]:
+    """Rehearse reproduction ``name``'s full scale in ``out_dir`` (``rehearsal.rehearse``): each run's cost and the
+    checks of the briefly trained models."""
+    check_choice("name", name, list(REPRODUCTIONS))
+    return rehearse(REPRODUCTIONS[name], out_dir, seeds=seeds, first_seed=first_seed, device=device,
+                    progress=progress)
+
+
+__all__ = ["REPRODUCTIONS", "SCALES", "Check", "Reproduction", "RunCost", "rehearse_reproduction", "run_reproduction"]

@@ -10,10 +10,28 @@ mirror), and parities over a uniformly random subset of the n bits, without and 
 e_1 … e_n first, which identifies the parity; ``teaching=True``).  Model: the authors' GPT-2 (their README: 12 layers,
 width 256, 8 heads, Adam lr 1e-4, batch 64, 15 000 steps, n = 28), here the library's ``gpt``.
 
-Claims (Table 1 / Fig. 2; Sec. 5): Transformers nearly match the optimal learner on conjunctions and disjunctions
-(the elimination algorithm, Valiant 1984), well above nearest neighbours; on parities they stay at chance although
-Gaussian elimination over GF(2) learns them from O(n) examples; trained with teaching sequences they learn parities
-(accuracy ≈ 1 right after the n teaching examples).
+Claims (``CLAIMS``; Table 1 / Fig. 2, Sec. 5), each checked per training seed (the 95 % interval of the mean
+over seeds):
+
+* ``conjunctions-near-optimal``: Transformers nearly match the optimal learner on conjunctions and disjunctions
+  (the elimination algorithm, Valiant 1984), well above nearest neighbours.  Checks (disjunctions only where a
+  model is trained on them, the full scale): after n examples (positions i ≥ n) the model's accuracy is within
+  0.05 of elimination's closed form — our band for "nearly match" (Fig. 2), set when this reproduction was
+  written, the paper states no number — and above 1-NN's by 3 s.e. (the contrast of Table 1).  Deferred below
+  full scale: see "What CPU scale does not give reliably" below.
+* ``parity-needs-teaching``: on parities Transformers stay at chance although GF(2) elimination learns them from
+  O(n) examples; trained with teaching sequences they learn them (accuracy ≈ 1 right after the n teaching
+  examples).  "At chance" alone holds for any model that has learned nothing (an untrained one is at chance), so
+  it is one claim with the teaching contrast.  Checks: without teaching, |acc − 1/2| ≤ 0.02 (or 3 s.e. if
+  larger; our band, fixed when it was written; Table 1 reports ≈ 50 %), on the queries no context-free rule can
+  know — not a repeat of an earlier point, not the all-(−1) input (labelled −1 by every parity) — where any
+  learner without GF(2) reasoning is right with probability exactly 1/2 (at small n repeats are frequent: at
+  n = 6 and i = 23 one has probability 0.30, and copying a repeat's label is not learning a parity); with
+  teaching, after the teaching sequence within 0.05 of GF(2) elimination (which is exact there; our band, as
+  above); and the model trained with teaching above the one trained without at the same positions, by 3 s.e.
+  (the contrast of Sec. 5; each seed's teaching model against the same seed's plain one).
+
+A check's standard error, where it has one, is the seeds' mean Monte Carlo standard error over test prompts.
 
 Exact learners.  Each optimal learner's curve has a closed form on these distributions
 (``icl_sim.theory.formulas.boolean_learning``): elimination's error after i examples sums, over the number r of
@@ -23,15 +41,6 @@ otherwise, acc(i) = 1/2 + E[2^{rank_i}]/2^{n+1} with the GF(2) rank law of i uni
 sequence it is 1/2 before position n and 1 from n on; 1-nearest-neighbour on a parity is right on an exact repeat
 and at chance otherwise, acc(i) = 1/2 + (1 − (1 − 2^{−n})^i)/2.  The Monte Carlo curves of the library's learners
 are checked against these (3 standard errors), the rank law against ``parity_rank``.
-
-Checks on the trained models: (i) conjunctions: after n examples (positions i ≥ n) the model's accuracy is within
-0.05 of elimination's closed form (our band for "nearly match", Fig. 2) and above 1-NN's (Table 1);
-(ii) parity without teaching: at chance, |acc − 1/2| ≤ 0.02 plus 3 s.e. (our band; Table 1 reports ≈ 50 %), on
-the queries no context-free rule can know — not a repeat of an earlier point, not the all-(−1) input (labelled −1 by
-every parity) — where any learner without GF(2) reasoning is right with probability exactly 1/2.  At small n repeats
-are frequent (at n = 6 and i = 23 one has probability 0.30) and copying a repeat's label is not learning a parity;
-(iii) parity with teaching: after the teaching sequence within 0.05 of GF(2) elimination (which is exact there), and
-above the model trained without teaching at the same positions (Sec. 5).
 
 Full scale, and where each setting comes from: n = 28, GPT-2 12 layers × 256 wide with 8 heads, Adam lr 1e-4, batch
 64, 15 000 steps: the authors' README command (``src.train … -n_dims 28 -n_embd 256 -n_layer 12 -n_head 8
@@ -55,9 +64,11 @@ where it behaves like nearest neighbours / averaging (training loss ≈ 0.45), a
 seed.  In our trials at n = 5, N = 24 with this model, 2 of 5 runs came within 0.05 of elimination after n
 (seed 0 with these settings: gap 0.018; batch 32 × 6000 steps, seed 2: −0.006), while 3 stayed near 1-NN
 (gaps 0.076 for seed 0 with 5 % warm-up, 0.099 for seed 1, 0.074 for seed 1 at batch 32 × 6000 steps).
-``--seeds 3`` at quick scale may therefore fail the conjunction checks; the paper's scale (Table 1) is what they are for.  A parity model
-at chance is weak evidence at this budget on its own (an untrained model is at chance too); the informative part is
-the contrast with the teaching run of the same size and steps.  Smoke runs a few steps to test the pipeline.
+``--seeds 3`` at quick scale may therefore fail the conjunction checks; the paper's scale (Table 1) is what they are
+for, so ``conjunctions-near-optimal`` is declared ``needs="full"``: below it its checks are measured and reported,
+neither held nor failed.  A parity model at chance is weak evidence at this budget on its own (an untrained model is
+at chance too); the informative part is the contrast with the teaching run of the same size and steps, which is why
+both are one claim.  Smoke runs a few steps to test the pipeline.
 """
 from __future__ import annotations
 
@@ -67,17 +78,17 @@ from dataclasses import dataclass
 
 import torch
 
-from icl_sim.checks import Check, exact, mean_and_standard_error, monte_carlo
+from icl_sim.checks import Check, claim_check, exact, mean_and_standard_error, monte_carlo
 from icl_sim.config import TrainConfig
 from icl_sim.evaluation import bootstrap_interval, prompt_errors
-from icl_sim.plots import Curve, Panel, Target
+from icl_sim.plots import Curve, Panel, Target, seed_curve
 from icl_sim.tasks import Boolean
 from icl_sim.theory.boolean_learners import parity_rank
 from icl_sim.theory.formulas.boolean_learning import (accuracy_curve, conjunction_elimination_accuracy,
                                                       gf2_rank_distribution, nearest_neighbour_parity_accuracy,
                                                       parity_elimination_accuracy)
 
-from .spec import Paper, Reproduction
+from .spec import Claim, Paper, Reproduction
 
 PAPER = Paper("S. Bhattamishra, A. Patel, P. Blunsom, V. Kanade",
               "Understanding in-context learning in transformers and LLMs by learning to learn discrete functions",
@@ -92,6 +103,17 @@ CLASSES = {"conjunction": {"function": "conjunction"}, "disjunction": {"function
 NEAR_OPTIMAL = 0.05
 #: our band for "at chance" (accuracy), on top of 3 standard errors
 CHANCE_BAND = 0.02
+
+CLAIMS = (
+    Claim("conjunctions-near-optimal", "Transformers trained on conjunctions (and disjunctions) nearly match the "
+          "optimal learner, elimination, after n examples, well above nearest neighbours", TABLE_1, needs="full",
+          reason="at the quick scale (n = 5, N = 24) only 2 of 5 trial runs came within 0.05 of elimination after n "
+                 "(gaps 0.018 and −0.006); 3 stayed near 1-NN (gaps 0.076, 0.099, 0.074): when the model leaves its "
+                 "nearest-neighbour plateau depends on the seed"),
+    Claim("parity-needs-teaching", "Transformers stay at chance on parities (which GF(2) elimination learns from O(n) "
+          "examples), and learn them when prompts start with a teaching sequence: ≈ 1 after it, above the model "
+          "trained without", "Bhattamishra et al. 2024, Table 1 and Sec. 5 (teaching sequences)"),
+)
 
 
 @dataclass(frozen=True)
@@ -182,20 +204,18 @@ def measure(measurement) -> dict:
         prompt = measurement.prompts(task, "test", settings.test_prompts, index=index)
         accuracies = {label: prompt_errors(predictor, prompt, "accuracy")
                       for label, predictor in task.baselines().items()}
-        if name in measurement.models:
-            per_seed = []
-            for model in measurement.models[name]:
-                model = copy.deepcopy(model).double().eval()
-                per_seed.append(prompt_errors(model, prompt, "accuracy"))
-            accuracies = {"Transformer": torch.stack(per_seed).mean(0), **accuracies}
-        samples[name] = {"accuracy": accuracies, "chance_queries": parity_chance_queries(prompt.xs)}
+        per_seed = [prompt_errors(copy.deepcopy(model).double().eval(), prompt, "accuracy")
+                    for model in measurement.models.get(name, [])]
+        samples[name] = {"accuracy": accuracies, "transformer": per_seed,
+                         "chance_queries": parity_chance_queries(prompt.xs)}
         if name == "parity":
             samples[name]["rank"] = parity_rank(prompt.xs)
         forms = closed_forms(name, settings)
-        for label, values in accuracies.items():
+        curves = [("Transformer", seed, values) for seed, values in enumerate(per_seed)]
+        for label, seed, values in [*curves, *((label, None, values) for label, values in accuracies.items())]:
             mean, low, high = bootstrap_interval(values)
-            rows += [{"class": name, "n": settings.bits(name), "predictor": label, "position": i, "mean": float(m),
-                      "ci_low": float(lo), "ci_high": float(hi),
+            rows += [{"class": name, "n": settings.bits(name), "predictor": label, "seed": seed, "position": i,
+                      "mean": float(m), "ci_low": float(lo), "ci_high": float(hi),
                       "closed_form": forms[label][i] if label in forms else float("nan")}
                      for i, (m, lo, hi) in enumerate(zip(mean, low, high))]
     return {"rows": rows, "samples": samples}
@@ -215,8 +235,19 @@ def _optimal_after(name: str, settings: Settings) -> float:
     return sum(curve) / len(curve)
 
 
-def _trained(samples: dict, name: str) -> torch.Tensor | None:
-    return samples.get(name, {}).get("accuracy", {}).get("Transformer")
+def _trained(samples: dict, name: str) -> list[torch.Tensor]:
+    """The trained Transformer's (P, N) accuracies on class ``name``, one per seed (none if it is not trained)."""
+    return samples.get(name, {}).get("transformer", [])
+
+
+def _means_and_errors(per_seed) -> tuple[list[float], list[float]]:
+    """Per seed, the mean of a per-prompt sample and its standard error."""
+    found = [mean_and_standard_error(values) for values in per_seed]
+    return [mean for mean, _ in found], [error for _, error in found]
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
 
 
 def checks(results: dict, settings: Settings) -> list[Check]:
@@ -240,35 +271,43 @@ def checks(results: dict, settings: Settings) -> list[Check]:
     found.append(monte_carlo(f"P(rank = n) of n = {n} uniform vectors of GF(2)^n (parity_rank)",
                              gf2_rank_distribution(n, n)[n], (samples["parity"]["rank"][:, n] == n).to(torch.float64),
                              source=FORMULAS))
-    # (b) the trained models
+    # (b) the trained models, one value per seed
     for name in ("conjunction", "disjunction"):
-        model, n = _trained(samples, name), settings.bits(name)
-        if model is None:
+        models, n = _trained(samples, name), settings.bits(name)
+        if not models:
             continue
-        found.append(Check(f"{name}s: elimination (closed form) − Transformer, accuracy over positions ≥ n = {n}",
-                           NEAR_OPTIMAL, _optimal_after(name, settings) - float(model[:, n:].mean()),
-                           relation="at_most",
-                           source=TABLE_1 + " (Transformers nearly match the optimal learner; the band is ours)"))
-        found.append(monte_carlo(f"{name}s: Transformer − 1-NN, accuracy over positions ≥ n", 0.0,
-                                 _after(model - samples[name]["accuracy"]["Nearest neighbour"], n),
-                                 relation="at_least", source=TABLE_1 + " (Transformer above nearest neighbours)"))
+        found.append(claim_check("conjunctions-near-optimal", f"{name}s: elimination (closed form) − Transformer, "
+                                 f"accuracy over positions ≥ n = {n}", NEAR_OPTIMAL,
+                                 [_optimal_after(name, settings) - float(model[:, n:].mean()) for model in models],
+                                 relation="at_most",
+                                 source=TABLE_1 + " (Transformers nearly match the optimal learner; the band is ours)"))
+        means, errors = _means_and_errors(_after(model - samples[name]["accuracy"]["Nearest neighbour"], n)
+                                          for model in models)
+        found.append(claim_check("conjunctions-near-optimal",
+                                 f"{name}s: Transformer − 1-NN, accuracy over positions ≥ n", 0.0, means,
+                                 relation="at_least", tolerance=3 * _mean(errors),
+                                 source=TABLE_1 + " (Transformer above nearest neighbours)"))
     n = settings.parity_n
     without, with_teaching = _trained(samples, "parity"), _trained(samples, "parity-teaching")
-    if without is not None:
-        found.append(monte_carlo(f"parity without teaching (n = {n}): Transformer accuracy at positions ≥ n on "
-                                 "queries no context-free rule knows (no repeat, not all −1): chance = 1/2", 0.5,
-                                 _after(without, n, samples["parity"]["chance_queries"]), floor=CHANCE_BAND,
+    if without:
+        means, errors = _means_and_errors(_after(model, n, samples["parity"]["chance_queries"]) for model in without)
+        found.append(claim_check("parity-needs-teaching", f"parity without teaching (n = {n}): Transformer accuracy "
+                                 "at positions ≥ n on queries no context-free rule knows (no repeat, not all −1): "
+                                 "chance = 1/2", 0.5, means, tolerance=max(3 * _mean(errors), CHANCE_BAND),
                                  source=TABLE_1 + " (parities at chance; the band is ours)"))
-    if with_teaching is not None:
-        found.append(Check(f"parity with teaching (n = {n}): GF(2) elimination (exactly 1) − Transformer, accuracy "
-                           "over positions ≥ n", NEAR_OPTIMAL, 1.0 - float(with_teaching[:, n:].mean()),
-                           relation="at_most", source=TEACHING + " (learned with teaching sequences; the band is ours)"))
-    if without is not None and with_teaching is not None:
-        (taught_mean, taught_error), (plain_mean, plain_error) = (mean_and_standard_error(_after(values, n))
-                                                                  for values in (with_teaching, without))
-        error = (taught_error**2 + plain_error**2) ** 0.5
-        found.append(Check("parity: accuracy over positions ≥ n, trained with teaching − trained without", 0.0,
-                           taught_mean - plain_mean, 3 * error, "at_least", error, TEACHING))
+    if with_teaching:
+        found.append(claim_check("parity-needs-teaching", f"parity with teaching (n = {n}): GF(2) elimination "
+                                 "(exactly 1) − Transformer, accuracy over positions ≥ n", NEAR_OPTIMAL,
+                                 [1.0 - float(model[:, n:].mean()) for model in with_teaching], relation="at_most",
+                                 source=TEACHING + " (learned with teaching sequences; the band is ours)"))
+    if without and with_teaching:
+        (taught, taught_errors), (plain, plain_errors) = (_means_and_errors(_after(model, n) for model in models)
+                                                          for models in (with_teaching, without))
+        errors = [(a**2 + b**2) ** 0.5 for a, b in zip(taught_errors, plain_errors)]
+        found.append(claim_check("parity-needs-teaching", "parity: accuracy over positions ≥ n, trained with "
+                                 "teaching − trained without (seed by seed)", 0.0,
+                                 [a - b for a, b in zip(taught, plain)],
+                                 relation="at_least", tolerance=3 * _mean(errors), source=TEACHING))
     return found
 
 
@@ -276,6 +315,10 @@ def _curve(results: dict, name: str, predictor: str, baseline: bool = False, clo
     rows = [r for r in results["rows"] if r["class"] == name and r["predictor"] == predictor]
     if not rows:
         return None
+    if predictor == "Transformer":  # the mean over seeds with its 95 % interval
+        seeds = sorted({r["seed"] for r in rows})
+        per_seed = [[r["mean"] for r in rows if r["seed"] == seed] for seed in seeds]
+        return seed_curve(predictor, [r["position"] for r in rows if r["seed"] == seeds[0]], per_seed)
     x = [r["position"] for r in rows]
     if closed_form:
         return Curve(f"{predictor} (closed form)", x, [r["closed_form"] for r in rows], baseline=True)
@@ -294,7 +337,11 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
 
     def near_optimal(name: str) -> list[Target]:
         value = _optimal_after(name, settings)
-        return [Target(f"required mean after n: optimal − {NEAR_OPTIMAL}", value, value - NEAR_OPTIMAL, value)]
+        return [Target(f"required mean after n: optimal − {NEAR_OPTIMAL}", value, value - NEAR_OPTIMAL, value,
+                       where=after(name))]
+
+    def after(name: str) -> tuple[int, int]:  # the positions ≥ n a check averages over
+        return settings.bits(name), settings.points - 1
 
     disjunctions = "Disjunctions" + ("" if "disjunction" in settings.trained else ", learners only")
     return [panel("conjunction", "Conjunctions", ("Elimination", "Nearest neighbour", "Averaging"), ("Elimination",),
@@ -303,7 +350,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
                   near_optimal("disjunction") if "disjunction" in settings.trained else ()),
             panel("parity", "Parities, no teaching", ("GF(2) elimination", "Nearest neighbour"),
                   ("GF(2) elimination", "Nearest neighbour"),
-                  [Target("chance", 0.5, 0.5 - CHANCE_BAND, 0.5 + CHANCE_BAND)]),
+                  [Target("chance", 0.5, 0.5 - CHANCE_BAND, 0.5 + CHANCE_BAND, where=after("parity"))]),
             panel("parity-teaching", "Parities, teaching sequence e_1…e_n first",
                   ("GF(2) elimination", "Nearest neighbour"), ("GF(2) elimination",), near_optimal("parity-teaching"))]
 
@@ -321,5 +368,6 @@ REPRODUCTION = Reproduction(
     measure=measure,
     checks=checks,
     figure=figure,
+    claims=CLAIMS,
     quick_minutes=3.0,  # CPU time on one thread (idle wall time); 5.8 min wall at load ≈ 4.5 on the shared 2 cores
 )

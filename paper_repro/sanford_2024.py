@@ -8,19 +8,31 @@ query is an ordered pair (s, t) drawn uniformly, labelled by whether t is reacha
 context as one token per node (its adjacency row and its id) and the query as a last token (``graph-connectivity``
 with ``generator="graphqa"``); a decoder-only transformer (icl-sim's ``gpt``) of depth L answers at the query.
 
-Claim (their representational hierarchy): connectivity is a "parallelizable" task — log depth is necessary and
+The paper's claim (their representational hierarchy): connectivity is a "parallelizable" task — log depth is necessary and
 sufficient (at sublinear width), because L layers can compose reachability relations L times: L rounds of boolean
 squaring of A ∨ I decide reachability for every pair within 2^L hops (cubing: 3^L), so the depth needed grows like
 log(graph size).  Empirically, trained transformers solve GraphQA connectivity.
 
-Measured: (i) the algorithm behind the claim — L rounds of squaring / cubing (``ReachabilityRounds``) on held-out
-GraphQA prompts and on long chains: exact on every query within power^L hops (or unreachable) and wrong on the
-reachable ones beyond; the rounds needed per query, whose maximum over graphs of size m stays ≤ ⌈log₂(m − 1)⌉, the
-closed form for a diameter ≤ m − 1; (ii) GPTs of depth L ∈ {1, 2, 4} trained on GraphQA, their accuracy overall and
-on the HARD slice (``hard_pairs``: distance ≥ 4, or disconnected with both ends of positive degree), by depth and by
-graph-size bucket.  The hard slice is reported beside the overall accuracy because on GraphQA graphs the shortcuts
-"connected iff both ends have an edge" (``DegreeHeuristic``) and "iff within 2 hops" already score in the high
-nineties: overall accuracy alone shows nothing about connectivity.
+Claim (``CLAIMS``), checked per training seed (the 95 % interval of the mean over seeds):
+
+* ``depth-helps-hard``: trained on GraphQA connectivity, a deeper transformer answers the HARD queries
+  (``hard_pairs``: distance ≥ 4, or disconnected with both ends of positive degree) no worse than a shallow one:
+  per seed, hard-slice accuracy at the largest depth − at the smallest ≥ 0.  The threshold 0 is a contrast (depth
+  is what connectivity needs), set by this reproduction; the paper states no number for it.  This is the only
+  claim check and it tests the ordering in depth only: not that the models solve connectivity, not that they beat
+  the shortcuts (below), not log depth as necessary.  A model can hold it while answering the hard slice far
+  below BFS, or below the degree heuristic overall.
+
+Sanity checks (the algorithm behind the claim, not a trained model): L rounds of squaring / cubing
+(``ReachabilityRounds``) on held-out GraphQA prompts and on long chains are exact on every query within power^L
+hops (or unreachable) and wrong on the reachable ones beyond; and the rounds needed per query, whose maximum over
+graphs of size m stays ≤ ⌈log₂(m − 1)⌉, the closed form for a diameter ≤ m − 1 (true of our algorithm by
+construction: it tests the implementation, not the paper).
+
+Measured beside them: GPTs of depth L ∈ {1, 2, 4} trained on GraphQA, their accuracy overall and on the hard slice,
+by depth and by graph-size bucket.  The hard slice is reported beside the overall accuracy because on GraphQA graphs
+the shortcuts "connected iff both ends have an edge" (``DegreeHeuristic``) and "iff within 2 hops" already score in
+the high nineties: overall accuracy alone shows nothing about connectivity.
 
 Scales.  ``full``: the paper's GraphQA sizes (5-20 nodes) and its training budget (their experimental details:
 1,000,000 iterations, AdamW, decoder-only transformers of about 60M parameters — approximated here by GPTs of width
@@ -31,10 +43,9 @@ of them hard): overall accuracy 0.917 / 0.919 / 0.917 at depths 1 / 2 / 4 — be
 the models have not even finished learning the shortcut — and hard-slice accuracy 0.593 / 0.597 / 0.655 (± 0.018
 s.e. each; the degree heuristic scores 0.273 there, two rounds of squaring 0.935).  Deeper is better on the hard
 slice, as the paper's claim has it, but by 2.5 s.e. only, and far from solving it: the models have not learned to
-search.  The trained-model check is the paper's claim on the hard slice (deeper is no worse, tolerance 0, its
-standard error recorded); overall accuracy is reported, not checked, because on these graphs it is dominated by the
-shortcuts and is flat in depth (its depth-4 − depth-1 difference was −0.0003).  ``smoke`` runs a few steps to test
-the pipeline.
+search.  The trained-model check is the paper's claim on the hard slice (deeper is no worse, tolerance 0);
+overall accuracy is reported, not checked, because on these graphs it is dominated by the shortcuts and is flat
+in depth (its depth-4 − depth-1 difference was −0.0003).  ``smoke`` runs a few steps to test the pipeline.
 """
 from __future__ import annotations
 
@@ -44,15 +55,15 @@ from dataclasses import dataclass
 
 import torch
 
-from icl_sim.checks import Check
+from icl_sim.checks import Check, claim_check
 from icl_sim.config import TrainConfig
-from icl_sim.plots import Curve, Panel, Target
+from icl_sim.plots import Curve, Panel, Target, seed_curve
 from icl_sim.tasks import GraphConnectivity
 from icl_sim.tasks.graph_connectivity import hard_pairs
 from icl_sim.theory.graph_algorithms import BFSReachability, DegreeHeuristic, ReachabilityRounds
 
 from .connectivity_measures import accuracy_band, query_correct, rounds_accuracy, rounds_checks, rounds_needed
-from .spec import Paper, Reproduction
+from .spec import Claim, Paper, Reproduction
 
 PAPER = Paper("C. Sanford, B. Fatemi, E. Hall, A. Tsitsulin, M. Kazemi, J. Halcrow, B. Perozzi, V. Mirrokni",
               "Understanding transformer reasoning capabilities via graph algorithms", "NeurIPS 2024", "2405.18512")
@@ -62,6 +73,12 @@ SECTION_5 = "Sanford et al. 2024, GraphQA connectivity experiments (depth is wha
 ROUNDS = (1, 2, 3)
 #: a chain of this many edges exercises distances far beyond 2^3 and 3^2
 CHAIN_EDGES = 32
+
+CLAIMS = (
+    Claim("depth-helps-hard", "Connectivity is a parallelizable task that needs depth: on the hard GraphQA queries "
+          "(distance ≥ 4, or disconnected with both ends of positive degree) a deeper trained transformer is no worse "
+          "than a shallow one", SECTION_5),
+)
 
 
 @dataclass(frozen=True)
@@ -151,6 +168,13 @@ def accuracy(results: dict, predictor: str, slice_name: str, depth: float | None
     return sum(found) / len(found) if found else math.nan
 
 
+def seed_accuracies(results: dict, slice_name: str, depth: float) -> list[float]:
+    """The trained GPT's accuracy on ``slice_name`` at ``depth``, one value per seed in seed order."""
+    found = {r["seed"]: r["mean"] for r in results["rows"] if r["predictor"] == "trained GPT"
+             and r["slice"] == slice_name and r["depth"] == depth}
+    return [found[seed] for seed in sorted(found)]
+
+
 def checks(results: dict, settings: Settings) -> list[Check]:
     found = []
     for row in results["exactness"]:
@@ -161,29 +185,28 @@ def checks(results: dict, settings: Settings) -> list[Check]:
                        float(worst), relation="at_most",
                        source=THEOREM + "; a diameter ≤ m − 1 needs ⌈log₂(m − 1)⌉ squarings"))
     shallow, deep = min(settings.depths), max(settings.depths)
-    gap = accuracy(results, "trained GPT", "hard", deep) - accuracy(results, "trained GPT", "hard", shallow)
-    error = math.hypot(*(accuracy(results, "trained GPT", "hard", depth, "standard_error")
-                         for depth in (shallow, deep)))
-    found.append(Check(f"trained GPT accuracy on the hard slice, depth {deep} − depth {shallow}", 0.0, gap,
-                       relation="at_least", standard_error=error,
-                       source=SECTION_5 + ": deeper is no worse"))
+    gaps = [d - s for d, s in zip(seed_accuracies(results, "hard", deep), seed_accuracies(results, "hard", shallow))]
+    found.append(claim_check("depth-helps-hard", f"trained GPT accuracy on the hard slice, depth {deep} − depth "
+                             f"{shallow} (seed by seed)", 0.0, gaps, relation="at_least",
+                             source=SECTION_5 + ": deeper is no worse"))
     return found
 
 
 def figure(results: dict, settings: Settings) -> list[Panel]:
     depths = list(settings.depths)
 
-    def by_depth(predictor, slice_name, xs, label, baseline=False):
-        return Curve(label, xs, [accuracy(results, predictor, slice_name, x) for x in xs],
-                     [accuracy(results, predictor, slice_name, x, "ci_low") for x in xs],
-                     [accuracy(results, predictor, slice_name, x, "ci_high") for x in xs], baseline=baseline)
+    def trained(slice_name, xs, label):  # the mean over seeds with its 95 % interval, at the trained depths
+        return seed_curve(label, xs, list(zip(*(seed_accuracies(results, slice_name, x) for x in xs))),
+                          continuous=False)
 
     rounds = list(range(0, max(depths) + 1))
     flat = [min(rounds), max(rounds)]
     depth_panels = []
     for slice_name, title in (("all", "all queries"), ("hard", "hard slice")):
-        curves = [by_depth("trained GPT", slice_name, depths, "trained GPT, depth L"),
-                  by_depth("L rounds of squaring", slice_name, rounds, "L rounds of squaring (2^L hops)", True),
+        curves = [trained(slice_name, depths, "trained GPT, depth L"),
+                  Curve("L rounds of squaring (2^L hops)", rounds,
+                        [accuracy(results, "L rounds of squaring", slice_name, x) for x in rounds], baseline=True,
+                        continuous=False),
                   Curve("degree heuristic", flat, [accuracy(results, "degree heuristic", slice_name)] * 2,
                         baseline=True),
                   Curve("BFS (exact)", flat, [accuracy(results, "BFS (exact)", slice_name)] * 2, baseline=True)]
@@ -193,14 +216,14 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
     buckets = size_buckets(settings)
     mids = [(low + high) / 2 for low, high in buckets]
 
-    def hard_by_size(depth, key="mean"):
-        return [accuracy(results, "trained GPT", f"hard, {low}-{high} nodes", depth, key) for low, high in buckets]
+    def hard_by_size(depth):  # per seed, one value per size bucket
+        return list(zip(*(seed_accuracies(results, f"hard, {low}-{high} nodes", depth) for low, high in buckets)))
 
-    size_curves = [Curve(f"trained GPT, depth {depth}", mids, hard_by_size(depth), hard_by_size(depth, "ci_low"),
-                         hard_by_size(depth, "ci_high")) for depth in depths]
+    size_curves = [seed_curve(f"trained GPT, depth {depth}", mids, hard_by_size(depth), continuous=False)
+                   for depth in depths]
     size_curves += [Curve(f"{r} round(s) of squaring", mids,
                           [accuracy(results, "L rounds of squaring", f"hard, {low}-{high} nodes", r)
-                           for low, high in buckets], baseline=True) for r in (1, 2)]
+                           for low, high in buckets], baseline=True, continuous=False) for r in (1, 2)]
     by_size = results["by_size"]
     needed = Panel("graph size m (nodes)", "squaring rounds needed (max over queries)", [
         Curve("needed on held-out GraphQA graphs", [r["size"] for r in by_size], [r["rounds_needed"] for r in by_size]),
@@ -224,5 +247,6 @@ REPRODUCTION = Reproduction(
     measure=measure,
     checks=checks,
     figure=figure,
+    claims=CLAIMS,
     quick_minutes=2.0,  # 1.9 min at load ≈ 6 on the 2-core machine; 4.5 min at load ≈ 8
 )

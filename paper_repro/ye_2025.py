@@ -28,15 +28,22 @@ pairs and is wrong on every disconnected one: the hard slice), and chains of pat
 beyond capacity).  Accuracy is reported on all queries and on the hard slice (distance ≥ 4, or disconnected
 with both ends of positive degree) — on random graphs shortcuts score high.
 
-Checks: (i) exact, the capacity theorem on the reference algorithm — ``ReachabilityRounds(L, power=3)`` is
-right on every pair of a chain of diameter 3^L (L = 1, 2) and wrong on every pair at distance 3^L + 1;
-(ii) within-capacity training is exact on held-out chains (accuracy ≥ 0.99 overall and on the hard slice:
-the paper's abstract and Sec. 5 say the models "learn the exact algorithm", i.e. accuracy 1; the 0.01 is our
-allowance); (iii) the
-beyond-capacity model falls back to the heuristic: on the held-out chains its hard-slice accuracy is nearer
-the heuristic's (0, closed form: all hard pairs there are disconnected with both ends of positive degree)
-than the algorithm's (1), i.e. ≤ 0.5, most of its errors are the heuristic's answers (≥ 0.5 of them), and it
-agrees with the heuristic more often than with cubing.
+Claim checked on trained models (``CLAIMS``), one value per training seed; the paper's contrast is one claim:
+
+* ``only-with-the-right-data`` (abstract, Sec. 4-5, Fig. 1): the within-capacity model is exact on held-out chains
+  (accuracy ≥ 0.99 overall and on the hard slice: the paper's abstract and Sec. 5 say the models "learn the exact
+  algorithm", i.e. accuracy 1; the 0.01 is our allowance, set when this reproduction was written), and the
+  beyond-capacity model falls back to the heuristic: on the held-out chains its hard-slice accuracy is nearer the
+  heuristic's (0, closed form: all hard pairs there are disconnected with both ends of positive degree) than the
+  algorithm's (1), i.e. ≤ 0.5, most of its errors are the heuristic's answers (≥ 0.5 of them), and it agrees with
+  the heuristic more often than with cubing (per seed: its agreement with the heuristic minus its agreement with
+  cubing, ≥ 0).  The 0.5, 0.5 and 0 are midpoints and a contrast chosen when this reproduction was written; the
+  paper states no number.  The beyond-capacity half is a negative result that a model which learned nothing can
+  show (one answering "connected" everywhere is the heuristic; a random one sits at these midpoints), so it is
+  held only together with the within-capacity half.
+
+Sanity checks (the reference algorithm): the capacity theorem — ``ReachabilityRounds(L, power=3)`` is right on every
+pair of a chain of diameter 3^L (L = 1, 2) and wrong on every pair at distance 3^L + 1.
 
 Quick scale shrinks sizes only: n = 12 vertices, L = 1, 2000 Adam steps of batch 256 (lr 1e-2, cosine, 100
 warm-up), 8192 held-out prompts per test set.  Measured (seed 0): the within-capacity model is exact on the
@@ -66,14 +73,15 @@ from dataclasses import dataclass
 
 import torch
 
-from icl_sim.checks import Check, exact
+from icl_sim.checks import Check, claim_check, exact
 from icl_sim.config import TrainConfig
-from icl_sim.plots import Curve, Panel, Target
+from icl_sim.plots import Curve, Panel, Target, seed_curve
 from icl_sim.tasks import GraphConnectivity
 from icl_sim.theory.graph_algorithms import BFSReachability, DegreeHeuristic, ReachabilityRounds
 
 from .connectivity_measures import accuracy_band, query_correct, rounds_accuracy
-from .spec import Paper, Reproduction
+from .measures import seed_values
+from .spec import Claim, Paper, Reproduction
 
 PAPER = Paper("Q. Ye, D. Fu, R. Jia, V. Sharan",
               "Transformers provably learn algorithmic solutions for graph connectivity, but only with the right "
@@ -86,6 +94,13 @@ CAPACITY = 3 ** LAYERS
 WITHIN_DIAMETER, HELD_OUT_PATH, BOUNDARY_PATH = CAPACITY, CAPACITY, 5
 #: the beyond-capacity paths leave this many vertices isolated (path_length = n − 1 − ISOLATED)
 ISOLATED = 3
+
+CLAIMS = (
+    Claim("only-with-the-right-data", "Trained within capacity (diameter ≤ 3^L) the model learns the exact "
+          "algorithm, exact on held-out isolated chains; trained beyond capacity it learns the degree heuristic "
+          "instead",
+          "Ye et al. 2025, abstract, Sec. 4-5 and Fig. 1"),
+)
 
 
 @dataclass(frozen=True)
@@ -226,30 +241,38 @@ def checks(results: dict, settings: Settings) -> list[Check]:
                         _mean(results, f"cubing L={rounds}", "capacity chain", "inside"), source=THEOREM),
                   exact(f"cubing, L = {rounds}: accuracy at distance 3^L + 1 = {hops + 1}", 0.0,
                         _mean(results, f"cubing L={rounds}", "capacity chain", "beyond"), source=THEOREM)]
-    agreement = {key: _mean(results, "beyond", held_out, "all", key)
-                 for key in ("agreement with the heuristic", "agreement with cubing")}
+    def per_seed(run: str, slice_name: str, quantity: str = "accuracy") -> list[float]:
+        return seed_values(results["rows"], quantity, run=run, test=held_out, slice=slice_name)
+
+    agreement_gap = [heuristic - cubing for heuristic, cubing in
+                     zip(per_seed("beyond", "all", "agreement with the heuristic"),
+                         per_seed("beyond", "all", "agreement with cubing"))]
     found += [
-        Check(f"within-capacity model: accuracy on held-out {held_out}", 0.99,
-              _mean(results, "within", held_out, "all"), relation="at_least", source=SECTION_5),
-        Check(f"within-capacity model: hard-slice accuracy on held-out {held_out}", 0.99,
-              _mean(results, "within", held_out, "hard"), relation="at_least", source=SECTION_5),
-        Check(f"beyond-capacity model: hard-slice accuracy on held-out {held_out} (heuristic 0, algorithm 1)", 0.5,
-              _mean(results, "beyond", held_out, "hard"), relation="at_most", source=HEURISTIC),
-        Check(f"beyond-capacity model: fraction of its errors on {held_out} that are the heuristic's answer", 0.5,
-              _mean(results, "beyond", held_out, "all", "errors agreeing with the heuristic"), relation="at_least",
-              source=HEURISTIC),
-        Check("beyond-capacity model: agreement with the heuristic minus agreement with cubing", 0.0,
-              agreement["agreement with the heuristic"] - agreement["agreement with cubing"], relation="at_least",
-              source=HEURISTIC),
+        claim_check("only-with-the-right-data", f"within-capacity model: accuracy on held-out {held_out}", 0.99,
+                    per_seed("within", "all"), relation="at_least", source=SECTION_5),
+        claim_check("only-with-the-right-data", f"within-capacity model: hard-slice accuracy on held-out {held_out}",
+                    0.99, per_seed("within", "hard"), relation="at_least", source=SECTION_5),
+        claim_check("only-with-the-right-data", f"beyond-capacity model: hard-slice accuracy on held-out {held_out} "
+                    "(heuristic 0, algorithm 1)", 0.5, per_seed("beyond", "hard"), relation="at_most",
+                    source=HEURISTIC),
+        claim_check("only-with-the-right-data", f"beyond-capacity model: fraction of its errors on {held_out} that "
+                    "are the heuristic's answer", 0.5, per_seed("beyond", "all", "errors agreeing with the heuristic"),
+                    relation="at_least", source=HEURISTIC),
+        claim_check("only-with-the-right-data", "beyond-capacity model: agreement with the heuristic minus agreement "
+                    "with cubing", 0.0, agreement_gap, relation="at_least", source=HEURISTIC),
     ]
     return found
 
 
 def _curve(results: dict, run: str, label: str, test: str, slices: list[str], xs: list[int]) -> Curve:
-    """Accuracy of ``run`` on ``slices`` of ``test`` at ``xs``, with its 95 % band (baselines dashed)."""
+    """Accuracy of ``run`` on ``slices`` of ``test`` at ``xs``: a trained run's mean over seeds with its 95 % interval,
+    a baseline's value with its bootstrap band (dashed); x is a few measured values."""
+    if run in MODEL_LABELS:
+        per_seed = list(zip(*(seed_values(results["rows"], "accuracy", run=run, test=test, slice=s) for s in slices)))
+        return seed_curve(label, xs, per_seed, continuous=False)
     return Curve(label, xs, [_mean(results, run, test, s) for s in slices],
                  [_mean(results, run, test, s, key="low") for s in slices],
-                 [_mean(results, run, test, s, key="high") for s in slices], baseline=run not in MODEL_LABELS)
+                 [_mean(results, run, test, s, key="high") for s in slices], baseline=True, continuous=False)
 
 
 def figure(results: dict, settings: Settings) -> list[Panel]:
@@ -271,7 +294,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
               title=f"L = {LAYERS}: capacity 3^L = {CAPACITY}", ylim=(-0.05, 1.05)),
         Panel(f"held-out {held_out}: 0 all queries, 1 hard slice", "accuracy",
               [_curve(results, run, label, held_out, ["all", "hard"], [0, 1]) for run, label in labels.items()],
-              targets=[Target("within-capacity model: required ≥ 0.99", 0.99, 0.99, 1.0)],
+              targets=[Target("within-capacity model: required ≥ 0.99", 0.99, 0.99, 1.0, where=(0, 1))],
               title="exact algorithm vs degree heuristic", ylim=(-0.05, 1.05)),
     ]
 
@@ -288,5 +311,6 @@ REPRODUCTION = Reproduction(
     measure=measure,
     checks=checks,
     figure=figure,
+    claims=CLAIMS,
     quick_minutes=1.5,
 )

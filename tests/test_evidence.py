@@ -294,3 +294,9 @@ def test_a_run_costs_its_step_times_its_steps():
     cost = RunCost("r", 10, StepCost(1, 1, 0.1, 3e9))
     assert cost.total_flops == 3e10 and cost.hours_here == pytest.approx(1 / 3600)
     assert cost.h200_hours == pytest.approx(3e10 / (0.4 * 989e12) / 3600)
+
+
+def test_python_callers_rehearse_by_name(tmp_path):
+    from icl_sim.paper_repro import rehearse_reproduction
+    with pytest.raises(ValueError, match="name must be one of"):
+        rehearse_reproduction("no-such-paper", tmp_path)

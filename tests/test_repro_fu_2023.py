@@ -73,3 +73,22 @@ def test_probe_rejects_bad_step_counts(options):
     model = build_model("gpt", 3, 7, n_layer=1, n_embd=16, n_head=2)
     with pytest.raises(ValueError, match="step_counts"):
         probe(model, task, "gd", num_prompts=32, **options)
+
+
+def test_claim_checks_take_one_value_per_seed():
+    """Each seed's own error ratio, Newton slope and GD growth 2^(its log₂ slope), not 2^(mean slope)."""
+    rows = [{"part": "exact", "design": design, "quantity": "newton_residual_gap", "step": 0, "value": 0.0}
+            for design in ("isotropic", "ill-conditioned")]
+    for algorithm in ("newton", "gd"):
+        rows += [{"part": "exact", "kappa": 2.0, "quantity": f"{algorithm}_steps_{kind}", "value": 5}
+                 for kind in ("counted", "formula")]
+    for seed, (error, slope, log2_slope) in enumerate([(0.05, 2.0, 1.0), (0.2, 4.0, 3.0)]):
+        rows += [{"part": "trained", "seed": seed, "quantity": quantity, "value": value} for quantity, value in
+                 (("relative_error", error), ("newton_slope", slope), ("gd_log2_slope", log2_slope))]
+    checks = fu_2023.checks({"rows": rows, "fits": []}, fu_2023.SCALES["smoke"])
+    claims = {check.claim: check for check in checks if check.kind == "claim"}
+    assert set(claims) == {claim.id for claim in fu_2023.CLAIMS}
+    assert claims["learns-in-context"].per_seed == (0.05, 0.2)
+    assert claims["newton-linear"].per_seed == (2.0, 4.0) and claims["newton-linear"].measured == 3.0
+    assert claims["gd-exponential"].per_seed == (2.0, 8.0) and claims["gd-exponential"].measured == 5.0
+    assert all(check.passed for check in checks if check.kind == "sanity")

@@ -53,3 +53,28 @@ def test_pool_prompts_use_the_reproduction_pool():
     pool = task.weight_pool()
     for w in prompt.latent["w"]:
         assert min(float((w - v).abs().max()) for v in pool) < 1e-6
+
+
+def test_claim_checks_take_one_value_per_seed_from_that_seeds_pt():
+    """Seed k's Δ(PT, dMMSE)/Δ(PT, Ridge) and MSE ratio come from seed k's rows; the baselines are sanity checks."""
+    settings = raventos_2023.SCALES["smoke"]
+    generator = torch.Generator().manual_seed(0)
+    errors = {name: torch.rand(64, settings.points, generator=generator, dtype=torch.float64)
+              for name in ("PT", "dMMSE", "Ridge")}
+    samples = {(m, prompts): errors for m in settings.pool_sizes for prompts in ("T_True", "T_Pretrain")}
+    rows = []
+    for m in settings.pool_sizes:
+        for prompts in ("T_True", "T_Pretrain"):
+            for seed in (0, 1):
+                for quantity, value in (("distance_PT_dMMSE", 1.0 + seed), ("distance_PT_Ridge", 2.0),
+                                        ("mse_PT", 3.0 + seed), ("mse_Ridge", 2.5)):
+                    rows.append({"pool_size": raventos_2023._label(m), "prompts": prompts, "seed": seed,
+                                 "quantity": quantity, "mean": value})
+    checks = raventos_2023.checks({"rows": rows, "samples": samples, "bayes": {2: errors["Ridge"][:, 2]}}, settings)
+    claims = [check for check in checks if check.kind == "claim"]
+    assert {check.claim for check in claims} == {claim.id for claim in raventos_2023.CLAIMS}
+    distance = [check for check in claims if check.quantity.startswith("Δ")]
+    assert all(check.per_seed == (0.5, 1.0) for check in distance)
+    assert [check.claim for check in distance].count("ridge-above-threshold") == 2
+    mse = [check for check in claims if check.quantity.startswith("MSE")]
+    assert [check.per_seed for check in mse] == [pytest.approx((1.2, 1.6))] * 2

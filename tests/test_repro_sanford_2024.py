@@ -12,6 +12,7 @@ import math
 
 import networkx as nx
 import numpy as np
+import pytest
 import torch
 
 from icl_sim.paper_repro.connectivity_measures import accuracy_band, rounds_accuracy, rounds_needed
@@ -70,3 +71,18 @@ def test_accuracy_band_is_the_mean_with_a_band_around_it():
     band = accuracy_band(correct)
     assert band["mean"] == 0.75 and band["count"] == 4 and band["ci_low"] <= 0.75 <= band["ci_high"]
     assert math.isnan(accuracy_band(correct, torch.zeros(4, dtype=torch.bool))["mean"])
+
+
+def test_the_depth_claim_is_the_hard_slice_gap_seed_by_seed():
+    from icl_sim.paper_repro import sanford_2024
+
+    settings = SCALES["smoke"]
+    hard = {(1, 0): 0.50, (1, 1): 0.60, (2, 0): 0.55, (2, 1): 0.58}
+    rows = [{"predictor": "trained GPT", "depth": depth, "seed": seed, "slice": "hard", "mean": value}
+            for (depth, seed), value in hard.items()]
+    results = {"rows": rows, "exactness": [], "by_size": [{"size": 5, "rounds_needed": 2, "bound": 2}]}
+    checks = sanford_2024.checks(results, settings)
+    (claim,) = [check for check in checks if check.kind == "claim"]
+    assert claim.claim == "depth-helps-hard"
+    assert claim.per_seed == pytest.approx((0.05, -0.02)) and not claim.passed
+    assert [check.kind for check in checks if check.kind != "claim"] == ["sanity"]

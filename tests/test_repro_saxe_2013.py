@@ -91,3 +91,22 @@ def test_half_time_interpolates_between_logged_steps():
     steps = np.array([0.0, 10.0, 20.0])
     assert saxe_2013.half_time(steps, np.array([0.0, 1.0, 3.0]), 4.0) == pytest.approx(15.0)
     assert math.isnan(saxe_2013.half_time(steps, np.array([0.0, 0.5, 1.0]), 4.0))
+
+
+def test_an_untrained_model_has_no_learning_time_and_fails_every_claim(tmp_path):
+    """The untrained control (empty histories): no mode reaches s/2, nothing is measured along a training that
+    never happened, and each claim fails; the trained-model numbers are per seed."""
+    from icl_sim.paper_repro import REPRODUCTIONS, run_reproduction
+    from icl_sim.paper_repro.evidence import claim_verdicts
+
+    reproduction = REPRODUCTIONS["saxe-2013"]
+    checks = run_reproduction("saxe-2013", "smoke", tmp_path, seeds=2, control="untrained", device="cpu",
+                              progress=False)
+    settings = saxe_2013.SCALES["smoke"]
+    assert len(checks) == 2 * len(settings.singular_values) + 1
+    assert all(check.kind == "claim" and len(check.per_seed) == 2 for check in checks)
+    assert all(math.isnan(value) for check in checks for value in check.per_seed)
+    assert [entry.verdict for entry in claim_verdicts(reproduction, checks)] == ["failed", "failed"]
+    half_times = [check for check in checks if check.claim == "half-learning-time"]
+    assert [check.expected for check in half_times] == pytest.approx(
+        [float(saxe_half_learning_time(s, settings.u0, settings.tau)) for s in settings.singular_values])

@@ -65,3 +65,25 @@ def test_oracle_with_a_noiseless_prompt_is_least_squares_once_the_prefix_holds_d
     assert torch.isfinite(preds).all()
     ols = OLS().predict(prompt.xs[:1], prompt.ys[:1])
     torch.testing.assert_close(preds[:1, TASK.dim:], ols[:, TASK.dim:], rtol=1e-8, atol=1e-8)
+
+
+def test_claim_checks_take_one_value_per_seed_from_that_seeds_models():
+    """Seed k's DIAG − FULL gap pairs seed k's two models; the loss differences are the seeds' own rows."""
+    from icl_sim.paper_repro import vladymyrov_2024 as repro
+
+    settings = repro.SCALES["smoke"]
+    rows = [{"predictor": f"ridge λ={lam:g}", "quantity": "adjusted_loss", "layers": 0, "seed": 0, "value": 0.5,
+             "standard_error": 0.01} for lam in repro.LAMBDAS]
+    for seed, (full, diag) in enumerate([(0.2, 0.25), (0.3, 0.1)]):
+        for label, value in (("FULL", full), ("DIAG", diag)):
+            rows += [{"predictor": label, "quantity": "adjusted_loss", "layers": 1, "seed": seed, "value": value,
+                      "standard_error": 0.01},
+                     {"predictor": label, "quantity": "loss_minus_const_rr", "layers": 1, "seed": seed,
+                      "value": value - 0.5, "standard_error": 0.01}]
+    checks = repro.checks({"rows": rows, "best_lambda": 1.0}, settings)
+    claims = [check for check in checks if check.kind == "claim"]
+    assert [check.claim for check in claims] == ["beats-const-rr", "diag-matches-full", "diag-matches-full"]
+    assert claims[0].per_seed == pytest.approx((-0.3, -0.2))
+    assert claims[1].per_seed == pytest.approx((-0.25, -0.4))
+    assert claims[2].per_seed == pytest.approx((0.1, 0.4))  # |0.25 − 0.2| / 0.5, |0.1 − 0.3| / 0.5
+    assert all(check.kind == "sanity" and check.passed for check in checks[:len(repro.LAMBDAS)])
