@@ -9,24 +9,29 @@ over the context tokens normalised by n (the query's own value masked out) — i
 ``rotation="fixed"``.  The authors' L-layer experiments draw w = U D⁻¹ g, i.e. w ~ N(0, Σ⁻¹)
 (``weight_prior="inverse-covariance"``), the setting of their Thm 3.
 
-Claims checked:
+Claims (``CLAIMS``), each a claim check per training seed (one value from each seed's model):
 
-* Thm 1 (one layer, w ~ N(0, I)): the optimum is one preconditioned GD step,
-  ŷ = x_qᵀ A (1/n) Σ_j y_j x_j with A = ((1 + 1/n) Σ + tr Σ/n · I)⁻¹ (``optimal_preconditioner``), which
-  is neither I nor a multiple of Σ⁻¹.  We read the trained layer's A as its effective preconditioner B
-  (``effective_layer_maps``; a product of P and Q, so invariant to P → cP, Q → Q/c) and check the
-  relative Frobenius error ‖B − A‖/‖A‖ (no rescaling: the step size is part of A) and the test risk
-  against ``preconditioned_gd_risk``.
-* Thm 3 / Fig. 4 (L layers, w ~ N(0, Σ⁻¹)): at the critical point that training finds, every layer's
-  preconditioner is a multiple of Σ⁻¹.  The authors plot the "distance to identity" of Σ^(1/2) A_ℓ Σ^(1/2),
-  ‖M − (tr M/d) I‖_F/‖M‖_F; we check the same quantity for each layer of L = 1, 2, 3 (the least-squares
-  scale equals tr M/d).
-* The number-of-layers figure (``variable_L_exp.ipynb``): the L-layer transformer's loss against L steps of
-  GD and of Σ⁻¹-preconditioned GD.  The authors tune one step size on a grid; we tune one step size per
-  step (``tune_steps``, L-BFGS on held-out "tuning" prompts; a stronger baseline).  Checked: for L ≥ 2 the
-  trained L-layer model's test risk is at most that of L tuned preconditioned GD steps (paired on the same
-  test prompts).  The paper does not state a monotone growth of the per-layer step sizes; we report each
-  layer's fitted scale without a check.
+* ``one-layer-preconditioner`` (Thm 1; one layer, w ~ N(0, I)): the optimum is one preconditioned GD
+  step, ŷ = x_qᵀ A (1/n) Σ_j y_j x_j with A = ((1 + 1/n) Σ + tr Σ/n · I)⁻¹ (``optimal_preconditioner``),
+  which is neither I nor a multiple of Σ⁻¹.  We read the trained layer's A as its effective
+  preconditioner B (``effective_layer_maps``; a product of P and Q, so invariant to P → cP, Q → Q/c)
+  and check the relative Frobenius error ‖B − A‖/‖A‖ ≤ 0.05 (no rescaling: the step size is part of
+  A) and the test risk against the closed form ``preconditioned_gd_risk`` (within 3 standard errors
+  of the test prompts plus 2 %).  Thm 1 is exact, the paper states no tolerance: the 0.05 and the
+  2 % are this reproduction's, set when it was written.
+* ``layers-inverse-covariance`` (Thm 3 / Fig. 4; L layers, w ~ N(0, Σ⁻¹)): at the critical point that
+  training finds, every layer's preconditioner is a multiple of Σ⁻¹.  The authors plot the "distance
+  to identity" of Σ^(1/2) A_ℓ Σ^(1/2), ‖M − (tr M/d) I‖_F/‖M‖_F; we check the same quantity ≤ 0.1 for
+  each layer of L = 1, 2, 3 (the least-squares scale equals tr M/d).  The paper states no number; the
+  0.1 is this reproduction's, read off the authors' notebook figure (~0.1 after ~5000 steps, ≤ 0.05
+  after ~40 000; see below).
+* ``layers-beat-preconditioned-gd`` (the number-of-layers figure, ``variable_L_exp.ipynb``): the
+  L-layer transformer's loss against L steps of GD and of Σ⁻¹-preconditioned GD.  The authors tune
+  one step size on a grid; we tune one step size per step (``tune_steps``, L-BFGS on held-out
+  "tuning" prompts; a stronger baseline).  Checked: for L ≥ 2 the trained L-layer model's test risk
+  is at most that of L tuned preconditioned GD steps (paired on the same test prompts); the
+  threshold 0 is the contrast itself.  The paper does not state a monotone growth of the per-layer
+  step sizes; we report each layer's fitted scale without a check.
 
 Scales.  ``full`` is the authors' setting: Σ eigenvalues (1, 1, 1/4, 1/16, 1), L = 1..4, batch 20 000,
 100 000 steps (the rotation demonstration; their L-sweep ran 20 000), their AdamW with β = (0.99, 0.9)
@@ -76,16 +81,17 @@ from dataclasses import dataclass
 
 import torch
 
-from icl_sim.checks import Check, mean_and_standard_error
+from icl_sim.checks import Check, claim_check, mean_and_standard_error
 from icl_sim.config import TrainConfig
-from icl_sim.plots import Curve, Panel, Target
+from icl_sim.plots import Curve, Panel, Target, seed_curve
 from icl_sim.tasks import LinearRegression
 from icl_sim.theory import StepwiseGD, StepwisePreconditionedGD
 from icl_sim.theory.formulas import optimal_preconditioner, preconditioned_gd_risk
 from icl_sim.theory.step_tuning import tune_steps
 
-from .measures import layer_preconditioners, query_squared_errors, relative_error, risk_check, run_mean, scaled_distance
-from .spec import Paper, Reproduction
+from .measures import (layer_preconditioners, query_squared_errors, relative_error, risk_claim_check, run_mean,
+                       scaled_distance, seed_values)
+from .spec import Claim, Paper, Reproduction
 
 PAPER = Paper("K. Ahn, X. Cheng, H. Daneshmand, S. Sra", "Transformers learn to implement preconditioned "
               "gradient descent for in-context learning", "NeurIPS 2023", "2306.00297")
@@ -97,6 +103,15 @@ AUTHORS_D = (1.0, 1.0, 0.5, 0.25, 1.0)
 RELATIVE_TOLERANCE = 0.05  # one layer: ‖B − A‖/‖A‖
 DISTANCE_TOLERANCE = 0.1  # each layer of L-layer models: distance to identity after whitening
 RISK_SLACK = 0.02
+
+CLAIMS = (
+    Claim("one-layer-preconditioner", "One trained LSA layer (w ~ N(0, I)) is one GD step preconditioned by "
+          "A = ((1+1/n)Σ + trΣ/n·I)⁻¹, with A's risk", THM_1),
+    Claim("layers-inverse-covariance", "In a trained L-layer LSA (w ~ N(0, Σ⁻¹)) every layer's preconditioner is a "
+          "multiple of Σ⁻¹", FIG_4),
+    Claim("layers-beat-preconditioned-gd", "For L ≥ 2 the trained L-layer LSA's risk is at most that of L tuned "
+          "Σ⁻¹-preconditioned GD steps", LAYERS_FIGURE),
+)
 
 
 @dataclass(frozen=True)
@@ -228,57 +243,69 @@ def measure(measurement) -> dict:
     return {"rows": rows, "spectra": spectra}
 
 
+def _per_seed(results: dict, run: str, quantity: str) -> list[float]:
+    return seed_values(results["rows"], quantity, run=run)
+
+
 def checks(results: dict, settings: Settings) -> list[Check]:
     out = [
-        Check("one layer, w ~ N(0, I): ‖B − A‖_F/‖A‖_F", RELATIVE_TOLERANCE, run_mean(results, "one-layer",
-              "relative_error"), relation="at_most", source=THM_1),
-        risk_check("one layer: test risk against the risk of A", run_mean(results, "one-layer", "risk_formula"),
-                   run_mean(results, "one-layer", "risk"), run_mean(results, "one-layer", "risk_standard_error"),
-                   slack=RISK_SLACK, source=f"{THM_1} (preconditioned_gd_risk)"),
+        claim_check("one-layer-preconditioner", "one layer, w ~ N(0, I): ‖B − A‖_F/‖A‖_F", RELATIVE_TOLERANCE,
+                    _per_seed(results, "one-layer", "relative_error"), relation="at_most", source=THM_1),
+        risk_claim_check("one-layer-preconditioner", "one layer: test risk against the risk of A",
+                         run_mean(results, "one-layer", "risk_formula"), _per_seed(results, "one-layer", "risk"),
+                         _per_seed(results, "one-layer", "risk_standard_error"), slack=RISK_SLACK,
+                         source=f"{THM_1} (preconditioned_gd_risk)"),
     ]
     for layers in settings.layers:
         run = f"layers-{layers}"
         for layer in range(1, layers + 1):
-            out.append(Check(f"L={layers}, layer {layer}: distance of Σ^(1/2)A_ℓΣ^(1/2) to a multiple of I",
-                             DISTANCE_TOLERANCE, run_mean(results, run, f"distance_to_identity_layer_{layer}"),
-                             relation="at_most", source=FIG_4))
+            out.append(claim_check("layers-inverse-covariance",
+                                   f"L={layers}, layer {layer}: distance of Σ^(1/2)A_ℓΣ^(1/2) to a multiple of I",
+                                   DISTANCE_TOLERANCE, _per_seed(results, run, f"distance_to_identity_layer_{layer}"),
+                                   relation="at_most", source=FIG_4))
         if layers >= 2:
-            out.append(Check(f"L={layers}: risk(L-layer LSA) − risk(L tuned Σ⁻¹-preconditioned GD steps)", 0.0,
-                             run_mean(results, run, "risk_minus_preconditioned_gd"), relation="at_most",
-                             standard_error=run_mean(results, run, "paired_standard_error"), source=LAYERS_FIGURE))
+            out.append(claim_check("layers-beat-preconditioned-gd",
+                                   f"L={layers}: risk(L-layer LSA) − risk(L tuned Σ⁻¹-preconditioned GD steps)", 0.0,
+                                   _per_seed(results, run, "risk_minus_preconditioned_gd"), relation="at_most",
+                                   source=LAYERS_FIGURE))
     return out
 
 
 def figure(results: dict, settings: Settings) -> list[Panel]:
     """The one-layer preconditioner (Thm 1), Fig. 4's distances per layer, and the loss against L."""
     spectra = results["spectra"]
-    learned = [sum(column) / len(column) for column in zip(*spectra["learned"])]
     one_layer = Panel("eigenvalue λ of Σ", "uᵀBu on Σ's eigenvector u", [
-        Curve("trained one-layer LSA", spectra["eigenvalues"], learned),
+        seed_curve("trained one-layer LSA", spectra["eigenvalues"], spectra["learned"], continuous=False),
         Curve("A = ((1+1/n)Σ + trΣ/n·I)⁻¹ (Thm 1)", spectra["eigenvalues"], spectra["optimum"], baseline=True),
         Curve("c·Σ⁻¹ (same trace)", spectra["eigenvalues"], spectra["inverse"], baseline=True)],
         title="one layer, w ~ N(0, I)", xscale="log", yscale="log")
-    distance_curves = []
-    for layers in settings.layers:
+
+    def per_layer(layers: int, quantity: str):
+        """Seed curves over the layers ℓ = 1 … L of the L-layer run: (ℓ values, per-seed values)."""
         run = f"layers-{layers}"
-        distance_curves.append(Curve(f"L = {layers}", list(range(1, layers + 1)),
-                                     [run_mean(results, run, f"distance_to_identity_layer_{k}")
-                                      for k in range(1, layers + 1)]))
-    distances = Panel("layer ℓ", "distance of Σ^(1/2)A_ℓΣ^(1/2) to cI", distance_curves,
+        by_layer = [_per_seed(results, run, f"{quantity}_layer_{k}") for k in range(1, layers + 1)]
+        return list(range(1, layers + 1)), [list(curve) for curve in zip(*by_layer)]
+
+    distances = Panel("layer ℓ", "distance of Σ^(1/2)A_ℓΣ^(1/2) to cI",
+                      [seed_curve(f"L = {layers}", *per_layer(layers, "distance_to_identity"), continuous=False)
+                       for layers in settings.layers],
                       targets=[Target(f"required ≤ {DISTANCE_TOLERANCE}", DISTANCE_TOLERANCE, 0.0,
-                                      DISTANCE_TOLERANCE)], title="Fig. 4: w ~ N(0, Σ⁻¹)")
+                                      DISTANCE_TOLERANCE, where=(1, max(settings.layers)))],
+                      title="Fig. 4: w ~ N(0, Σ⁻¹)")
     depth = list(settings.layers)
     runs_by_depth = [f"layers-{layers}" for layers in depth]
+    risks = [_per_seed(results, run, "risk") for run in runs_by_depth]
     losses = Panel("number of layers / steps L", "test risk E(ŷ − y_q)²", [
-        Curve("trained LSA", depth, [run_mean(results, run, "risk") for run in runs_by_depth]),
-        Curve("tuned GD", depth, [run_mean(results, run, "risk_gd") for run in runs_by_depth], baseline=True),
+        seed_curve("trained LSA", depth, [list(curve) for curve in zip(*risks)], continuous=False),
+        Curve("tuned GD", depth, [run_mean(results, run, "risk_gd") for run in runs_by_depth], baseline=True,
+              continuous=False),
         Curve("tuned Σ⁻¹-preconditioned GD", depth,
-              [run_mean(results, run, "risk_preconditioned_gd") for run in runs_by_depth], baseline=True)],
+              [run_mean(results, run, "risk_preconditioned_gd") for run in runs_by_depth], baseline=True,
+              continuous=False)],
         title="loss against L", yscale="log")
-    scales = Panel("layer ℓ", "scale of Σ^(1/2)A_ℓΣ^(1/2)", [
-        Curve(f"L = {layers}", list(range(1, layers + 1)),
-              [run_mean(results, f"layers-{layers}", f"scale_layer_{k}") for k in range(1, layers + 1)])
-        for layers in settings.layers], title="per-layer step (reported, not checked)")
+    scales = Panel("layer ℓ", "scale of Σ^(1/2)A_ℓΣ^(1/2)",
+                   [seed_curve(f"L = {layers}", *per_layer(layers, "scale"), continuous=False)
+                    for layers in settings.layers], title="per-layer step (reported, not checked)")
     return [one_layer, distances, losses, scales]
 
 
@@ -291,6 +318,7 @@ REPRODUCTION = Reproduction(
     scales=SCALES,
     runs=runs,
     measure=measure,
+    claims=CLAIMS,
     checks=checks,
     figure=figure,
     quick_minutes=3.4,

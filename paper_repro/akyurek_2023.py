@@ -13,18 +13,27 @@ queries that share the prompt's context (``icl_sim.probe_metrics``).  Probes (§
 MLP probes, the paper's, and linear ones beside them, from each layer's hidden state at the final
 query to Xᵀy/n and to w (``icl_sim.latent_probes.probe_latent``, with a permuted control).
 
-Claims and checks.  (i) The metrics' identities, with the library's implementation: for two
+Claims (``CLAIMS``), each a claim check per training seed (one value from each seed's models):
+
+* ``depth-gd-to-least-squares`` (§4.3, Fig. 3): which algorithm is closest moves with depth: the
+  shallowest noiseless model is closer to one GD step than to least squares, the deepest closer to
+  least squares than to one GD step, by SPD and by ILWD.  The threshold 1 (a ratio of the two
+  distances) is the contrast itself.  The two ends are one claim: a model predicting ≈ 0, as an
+  untrained one does, is closer to the shrunk one-GD-step predictor than to least squares at every
+  depth, so the shallow end alone holds for it and only the pair tells a move.
+* ``noise-bayes-ridge`` (§4.2): under noise the deepest model is closest to Bayes ridge, not to OLS
+  or one GD step (SPD); the threshold 1 is again the contrast.
+* ``probes-xty-before-w`` (§5, Fig. 4): probes decode Xᵀy before w: at the middle layer of the probed
+  GPT the paper's (MLP) probe decodes Xᵀy (held-out R² ≥ 0.5) and R²(Xᵀy) ≥ R²(w).  The 0.5 is this
+  reproduction's threshold for "decoded", set when it was written (the paper states no number; without
+  it "Xᵀy before w" would hold vacuously at R² ≈ 0); the 0 of the difference is the contrast.
+
+Sanity checks, the library's own metrics and closed forms: (i) the metrics' identities: for two
 linear predictors ILWD = ‖w₁ − w₂‖² exactly, and SPD = ‖w₁ − w₂‖² in expectation over x ~ N(0, I)
-(§4.1; OLS against one GD step on the test prompts; per prompt (δᵀx_q)²/‖δ‖² ~ χ²₁, mean 1).
-(ii) Which algorithm is closest moves with depth (§4.3, Fig. 3): the shallowest noiseless model
-is closer to one GD step than to least squares, the deepest closer to least squares than to one
-GD step (SPD and ILWD).  (iii) Under noise (§4.2) the deepest model is closest to Bayes ridge,
-not to OLS or one GD step (SPD).
-(iv) The fact behind (iii), in closed form / Monte Carlo: the Bayes-ridge risk
-(``ridge_bayes_risk``) is below the OLS risk (``ols_risk``) and the one-step-GD risk
-(``one_step_gd_risk``), and the ridge baseline's test error equals its Bayes risk.  (v) Probes
-decode Xᵀy before w (Fig. 4): at the middle layer of the probed GPT the paper's (MLP) probe decodes
-Xᵀy (R² ≥ 0.5, our threshold) and R²(Xᵀy) ≥ R²(w).
+(§4.1; OLS against one GD step on the test prompts; per prompt (δᵀx_q)²/‖δ‖² ~ χ²₁, mean 1); (ii) the
+fact behind the noise claim, in closed form / Monte Carlo: the Bayes-ridge risk (``ridge_bayes_risk``)
+is below the OLS risk (``ols_risk``) and the one-step-GD risk (``one_step_gd_risk``), and the ridge
+baseline's test error equals its Bayes risk.
 
 Scales.  ``full`` follows the authors' code (google-research/incontext: pre-LN decoder of hidden
 size 512 with 8 heads, Adam β = (0.9, 0.98), ε = 1e-9, lr 1e-4 with warm-up over the first fifth and
@@ -109,18 +118,18 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from icl_sim.checks import Check, exact, monte_carlo, two_sample
+from icl_sim.checks import Check, claim_check, exact, monte_carlo, two_sample
 from icl_sim.config import TrainConfig
 from icl_sim.evaluation import prompt_errors
 from icl_sim.latent_probes import probe_latent
-from icl_sim.plots import Curve, Panel, Target
+from icl_sim.plots import Panel, Target, seed_curve
 from icl_sim.probe_metrics import behaviours, compare, last
 from icl_sim.tasks import LinearRegression
 from icl_sim.theory import GD, OLS, Ridge
 from icl_sim.theory.formulas import ols_risk, one_step_gd_risk, optimal_step, ridge_bayes_risk_samples
 
 from .runner import HELD_OUT_STREAMS
-from .spec import Paper, Reproduction
+from .spec import Claim, Paper, Reproduction
 
 PAPER = Paper("E. Akyürek, D. Schuurmans, J. Andreas, T. Ma, D. Zhou",
               "What learning algorithm is in-context learning? Investigations with linear models", "ICLR 2023",
@@ -141,6 +150,16 @@ PAPER_PROBE = "mlp"
 PROBE_KINDS = {"mlp": "MLP", "linear": "linear"}
 #: Monte Carlo draws of the Bayes-ridge risk (over designs X only)
 RIDGE_RISK_SAMPLES = 20_000
+
+CLAIMS = (
+    Claim("depth-gd-to-least-squares", "Which algorithm a trained model matches moves with depth: the shallowest is "
+          "closer to one GD step than to least squares, the deepest closer to least squares than to one GD step "
+          "(SPD and ILWD)", DEPTH_SOURCE),
+    Claim("noise-bayes-ridge", "Under label noise the deepest model is closest to Bayes ridge, not to least squares "
+          "or one GD step (SPD)", NOISE_SOURCE),
+    Claim("probes-xty-before-w", "Probes decode Xᵀy before w: at the middle layer the paper's MLP probe decodes Xᵀy "
+          "(R² ≥ 0.5) at least as well as w", PROBE_SOURCE),
+)
 
 
 @dataclass(frozen=True)
@@ -298,16 +317,28 @@ def _identities(settings: Settings, test, learners: dict, reference: dict, noise
     }
 
 
-def _value(results: dict, noise: float, depth: int, against: str, metric: str) -> float:
-    values = [row["value"] for row in results["rows"] if row["noise"] == noise and row["depth"] == depth
-              and row["against"] == against and row["metric"] == metric and row["predictor"] == "model"]
-    return sum(values) / len(values)
+def _by_seed(rows, **match) -> list[float]:
+    """The value of the rows that match, one per seed, in seed order."""
+    found = {row["seed"]: row["value"] for row in rows if all(row[key] == value for key, value in match.items())}
+    if not found:
+        raise ValueError(f"no rows match {match}")
+    return [found[seed] for seed in sorted(found)]
 
 
-def _probe_r2(results: dict, target: str, layer: int, probe: str = PAPER_PROBE, metric: str = "r2") -> float:
-    values = [r["value"] for r in results["probes"] if r["target"] == target and r["layer"] == layer
-              and r["metric"] == metric and r["probe"] == probe]
-    return sum(values) / len(values)
+def _values(results: dict, noise: float, depth: int, against: str, metric: str) -> list[float]:
+    """A model's metric against ``against``, per seed."""
+    return _by_seed(results["rows"], noise=noise, depth=depth, against=against, metric=metric, predictor="model")
+
+
+def _ratios(results: dict, noise: float, depth: int, metric: str, numerator: str, denominator: str) -> list[float]:
+    """Per seed, metric(model, numerator) / metric(model, denominator), both of that seed's model."""
+    return [top / bottom for top, bottom in zip(_values(results, noise, depth, numerator, metric),
+                                                _values(results, noise, depth, denominator, metric))]
+
+
+def _probe_r2(results: dict, target: str, layer: int, probe: str = PAPER_PROBE, metric: str = "r2") -> list[float]:
+    """The probe's held-out R² (or ``metric``) per seed of the probed GPT."""
+    return _by_seed(results["probes"], target=target, layer=layer, metric=metric, probe=probe)
 
 
 def checks(results: dict, settings: Settings) -> list[Check]:
@@ -320,19 +351,19 @@ def checks(results: dict, settings: Settings) -> list[Check]:
               ilwd_gap, tolerance=1e-8),
         monte_carlo("E[(ŷ_OLS − ŷ_GD)² / ‖w_OLS − w_GD‖²] at x_q ~ N(0, I) (SPD = ILWD)", 1.0,
                     ident["spd_over_distance"]))]
+    depth = "depth-gd-to-least-squares"
     for metric in ("SPD", "ILWD"):
-        out.append(Check(f"noiseless, depth {shallow}: {metric}(model, GD) / {metric}(model, least squares)", 1.0,
-                         _value(results, 0.0, shallow, "one GD step", metric)
-                         / _value(results, 0.0, shallow, "least squares", metric), relation="at_most",
-                         source=DEPTH_SOURCE))
-        out.append(Check(f"noiseless, depth {deep}: {metric}(model, least squares) / {metric}(model, GD)", 1.0,
-                         _value(results, 0.0, deep, "least squares", metric)
-                         / _value(results, 0.0, deep, "one GD step", metric), relation="at_most",
-                         source=DEPTH_SOURCE))
+        out.append(claim_check(depth,
+                               f"noiseless, depth {shallow}: {metric}(model, GD) / {metric}(model, least squares)", 1.0,
+                               _ratios(results, 0.0, shallow, metric, "one GD step", "least squares"),
+                               relation="at_most", source=DEPTH_SOURCE))
+        out.append(claim_check(depth, f"noiseless, depth {deep}: {metric}(model, least squares) / {metric}(model, GD)",
+                               1.0, _ratios(results, 0.0, deep, metric, "least squares", "one GD step"),
+                               relation="at_most", source=DEPTH_SOURCE))
     for other in ("least squares", "one GD step"):
-        out.append(Check(f"σ = {noisy:g}, depth {deep}: SPD(model, Bayes ridge) / SPD(model, {other})", 1.0,
-                         _value(results, noisy, deep, "Bayes ridge", "SPD")
-                         / _value(results, noisy, deep, other, "SPD"), relation="at_most", source=NOISE_SOURCE))
+        out.append(claim_check("noise-bayes-ridge", f"σ = {noisy:g}, depth {deep}: SPD(model, Bayes ridge) / "
+                               f"SPD(model, {other})", 1.0, _ratios(results, noisy, deep, "SPD", "Bayes ridge", other),
+                               relation="at_most", source=NOISE_SOURCE))
     samples = ident["ridge_risk_samples"]
     for name, risk in (("least squares", ident["ols_risk"]), ("one GD step at η*", ident["gd_risk"])):
         out.append(monte_carlo(f"σ = {noisy:g}, n = {settings.exemplars}: Bayes-ridge risk vs {name} risk {risk:.4g}",
@@ -342,46 +373,50 @@ def checks(results: dict, settings: Settings) -> list[Check]:
                           ident["ridge_test_errors"], source="ridge_bayes_risk (Monte Carlo over X)"))
     middle = middle_layer(settings)
     probe = f"GPT of depth {settings.probe_depth}, layer {middle}, MLP probe"
-    out.append(Check(f"{probe}: R²(Xᵀy) (decoded)", DECODED_R2, _probe_r2(results, "xty", middle),
-                     relation="at_least", source=f"{PROBE_SOURCE}; R² ≥ {DECODED_R2} our threshold for 'decoded'"))
-    out.append(Check(f"{probe}: R²(Xᵀy) − R²(w)", 0.0,
-                     _probe_r2(results, "xty", middle) - _probe_r2(results, "w", middle), relation="at_least",
-                     source=PROBE_SOURCE))
+    xty, w = _probe_r2(results, "xty", middle), _probe_r2(results, "w", middle)
+    out.append(claim_check("probes-xty-before-w", f"{probe}: R²(Xᵀy) (decoded)", DECODED_R2, xty, relation="at_least",
+                           source=f"{PROBE_SOURCE}; R² ≥ {DECODED_R2} our threshold for 'decoded'"))
+    out.append(claim_check("probes-xty-before-w", f"{probe}: R²(Xᵀy) − R²(w)", 0.0,
+                           [a - b for a, b in zip(xty, w)], relation="at_least", source=PROBE_SOURCE))
     return out
 
 
 def figure(results: dict, settings: Settings) -> list[Panel]:
     """SPD to each algorithm against depth, noiseless and noisy (log scales), and the probes' R² by layer."""
     panels = []
+    depths = list(settings.depths)
     for noise in settings.noises:
-        curves = [Curve(f"SPD(model, {name})", list(settings.depths),
-                        [_value(results, noise, depth, name, "SPD") for depth in settings.depths])
+        curves = [seed_curve(f"SPD(model, {name})", depths,
+                             _by_depth([_values(results, noise, depth, name, "SPD") for depth in depths]),
+                             continuous=False)
                   for name in ALGORITHMS if noise > 0 or name != "Bayes ridge"]
-        curves.append(Curve("model's squared error (vs y)", list(settings.depths),
-                            [_model_error(results, noise, depth) for depth in settings.depths], baseline=True))
+        curves.append(seed_curve("model's squared error (vs y)", depths,
+                                 _by_depth([_values(results, noise, depth, "target", "mse") for depth in depths]),
+                                 baseline=True, continuous=False))
         panels.append(Panel("layers", "squared prediction difference (final query)", curves,
                             title=f"σ = {noise:g}, d = {settings.dim}, n = {settings.exemplars}",
                             yscale="log"))
     layers = list(range(1, settings.probe_depth + 1))
     latents = (("xty", "Xᵀy / n"), ("w", "w"))
-    probe_curves = [Curve(f"{label}, {kind} probe", layers, [_probe_r2(results, target, layer, probe)
-                                                             for layer in layers])
+    probe_curves = [seed_curve(f"{label}, {kind} probe", layers,
+                               _by_depth([_probe_r2(results, target, layer, probe) for layer in layers]),
+                               continuous=False)
                     for probe, kind in PROBE_KINDS.items() for target, label in latents]
-    probe_curves += [Curve(f"{label}, MLP probe, permuted control", layers,
-                           [_probe_r2(results, target, layer, metric="control_r2") for layer in layers],
-                           baseline=True)
+    probe_curves += [seed_curve(f"{label}, MLP probe, permuted control", layers,
+                                _by_depth([_probe_r2(results, target, layer, metric="control_r2") for layer in layers]),
+                                baseline=True, continuous=False)
                      for target, label in latents]
-    required = Target(f"required at layer {middle_layer(settings)}: R²(Xᵀy) ≥ {DECODED_R2}, MLP probe", DECODED_R2,
-                      DECODED_R2, 1.0)
+    middle = middle_layer(settings)
+    required = Target(f"required at layer {middle}: R²(Xᵀy) ≥ {DECODED_R2}, MLP probe", DECODED_R2,
+                      DECODED_R2, 1.0, where=(middle - 0.25, middle + 0.25))
     panels.append(Panel("layer", "probe R² (held out)", probe_curves, [required],
                         title=f"MLP and linear probes, GPT of depth {settings.probe_depth}, σ = 0"))
     return panels
 
 
-def _model_error(results: dict, noise: float, depth: int) -> float:
-    values = [row["value"] for row in results["rows"] if row["noise"] == noise and row["depth"] == depth
-              and row["predictor"] == "model" and row["against"] == "target"]
-    return sum(values) / len(values)
+def _by_depth(per_x: list[list[float]]) -> list[list[float]]:
+    """Per-x lists of per-seed values turned into per-seed curves over x."""
+    return [list(curve) for curve in zip(*per_x)]
 
 
 REPRODUCTION = Reproduction(
@@ -394,6 +429,7 @@ REPRODUCTION = Reproduction(
     scales=SCALES,
     runs=runs,
     measure=measure,
+    claims=CLAIMS,
     checks=checks,
     figure=figure,
     quick_minutes=4.0,

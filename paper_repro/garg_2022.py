@@ -5,23 +5,34 @@ to a GPT-2-style decoder as interleaved x / y tokens (icl-sim model ``gpt``), tr
 on the squared error at every position, with the curriculum that grows the active dimensions
 and the prompt length.  Evaluation: squared error / d against the number k of in-context
 examples, for the trained model and for least squares (min-norm OLS), averaging
-(w = (1/k) Σ y_i x_i) and 3-nearest neighbours, with 95 % bootstrap bands over prompts; the
-dotted line is the trivial predictor 0 (error / d = 1).
+(w = (1/k) Σ y_i x_i) and 3-nearest neighbours; the model is drawn as the mean over training seeds
+with its 95 % interval, the baselines with 95 % bootstrap bands over prompts; the dotted line is
+the trivial predictor 0 (error / d = 1).
 
-Claim: the trained transformer's error follows least squares (zero from k = d on), far below
-averaging and 3-NN.  Also the authors' noisy-output evaluation (``noisyLR`` in their
-src/eval.py: the model trained on noiseless prompts is shown prompts with label noise of std 1,
-the labels then rescaled to variance d, i.e. prior_scale = noise = sqrt(d/(d + 1)) here):
-least squares has its interpolation peak at k = d (Hastie et al. 2022) and the transformer,
-which learned least squares, shows the same peak.
+Claims (``CLAIMS``), each a claim check per training seed on the same held-out prompts:
 
-Checks.  Baselines against their closed forms (``icl_sim.theory.formulas``): noiseless OLS
-(d − k)/d, averaging (d + 1)/k, and noisy OLS away from k = d (|k − d| ≥ 4, where the Monte
-Carlo error has a finite variance), each within 3 standard errors (bootstrap).  The model: its
-mean error / d over k = d … 2d within 0.1 of least squares' (a tenth of the trivial error, our
-stated margin for "follows least squares"; the paper's curves coincide), at most a quarter of
-averaging's over the same k, and under noise a peak: its error at k = d above its error at
-k = d − 2 (the rise into the peak; a falling curve fails it).
+* ``follows-least-squares`` (Fig. 2): the trained transformer's error follows least squares' (zero
+  from k = d on).  Checked: its mean error / d over k = d … 2d at most 0.1 above least squares'.
+  The threshold is this reproduction's, set when it was written (a tenth of the trivial error, our
+  margin for "follows"); the paper states no number, its curves coincide.
+* ``far-below-averaging`` (Fig. 2): its error lies far below averaging's (w = (1/k) Σ y_i x_i).
+  Checked: its mean error over k = d … 2d at most a quarter of averaging's; the quarter is this
+  reproduction's, set when it was written (the paper states no number).  3-NN is drawn, not checked.
+* ``noisy-peak`` (Sec. 4, the authors' noisy-output evaluation ``noisyLR`` in their src/eval.py: the
+  model trained on noiseless prompts is shown prompts with label noise of std 1, the labels then
+  rescaled to variance d, i.e. prior_scale = noise = sqrt(d/(d + 1)) here): least squares has its
+  interpolation peak at k = d (Hastie et al. 2022) and the transformer, which learned least squares,
+  shows the same peak.  Checked: its noisy error at k = d above its error at k = d − 2 (the rise into
+  the peak; a falling curve fails it; the threshold 1 is the contrast itself), and the premise, the
+  first claim's check again: an untrained model, whose noisy error is flat at the trivial level,
+  passes the ratio whenever the test prompts' labels at k = d happen to be larger than at k = d − 2
+  (at smoke scale: ratio 1.37 for both seeds' initial models).  Deferred below full
+  scale (``needs="full"``): at quick scale the ratio is 0.83, and the ridge analysis below shows a
+  learner needs to be within a quarter of the first claim's margin for the peak to appear.
+
+Sanity checks, the baselines against their closed forms (``icl_sim.theory.formulas``): noiseless OLS
+(d − k)/d, averaging (d + 1)/k, and noisy OLS away from k = d (|k − d| ≥ 4, where the Monte Carlo
+error has a finite variance), each within 3 standard errors (bootstrap).
 
 Scales.  ``full`` is the authors' setting (src/conf/base.yaml, linear_regression.yaml,
 models/standard.yaml; src/eval.py; src/models.py): d = 20, 41 points, GPT-2 of 12 layers, width 256,
@@ -100,16 +111,16 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from icl_sim.checks import Check
+from icl_sim.checks import Check, claim_check
 from icl_sim.config import Curriculum, TrainConfig
 from icl_sim.evaluation import evaluate
-from icl_sim.plots import Curve, Panel, Target
+from icl_sim.plots import Curve, Panel, Target, seed_curve
 from icl_sim.tasks import LinearRegression
 from icl_sim.theory import KNN, OLS, Averaging
 from icl_sim.theory.formulas import averaging_risk_per_dim, ols_risk_per_dim
 
 from .runner import HELD_OUT_STREAMS
-from .spec import Paper, Reproduction
+from .spec import Claim, Paper, Reproduction
 
 PAPER = Paper("S. Garg, D. Tsipras, P. Liang, G. Valiant",
               "What can transformers learn in-context? A case study of simple function classes", "NeurIPS 2022",
@@ -127,6 +138,19 @@ SIGMAS = 3.0
 Z_95 = 1.959964
 #: GPT-2's activation in the MLPs, as in the authors' HuggingFace GPT2Model (``gelu_new``)
 GPT2_MLP = {"activation": "gelu-tanh"}
+
+CLAIMS = (
+    Claim("follows-least-squares", "The trained transformer's error follows least squares' (zero from k = d on)",
+          FIGURE_2),
+    Claim("far-below-averaging", "The trained transformer's error lies far below averaging's", FIGURE_2),
+    Claim("noisy-peak", "Under noisy outputs the transformer, which learned least squares, shows least squares' "
+          "error peak at k = d", NOISY, needs="full",
+          reason="at quick scale (one seed) the model's noisy error falls monotonically with k: error at k = d over "
+                 "error at k = d − 2 is 0.83 (required ≥ 1; 0.89 for the README's tiny GPT at 4.8 times the "
+                 "prompts); ridge regression shows the peak only at λ ≤ 0.1 (gap to least squares 0.026, ratio "
+                 "1.04; λ = 0.3: gap 0.053, ratio 0.81), a quarter of the 0.1 margin the quick model does not "
+                 "yet meet (gap 0.114)"),
+)
 
 
 @dataclass(frozen=True)
@@ -181,16 +205,22 @@ def runs(settings: Settings) -> dict[str, TrainConfig]:
                                checkpoint_every=max(settings.steps // 5, 1))}
 
 
+def _model_name(seed: int) -> str:
+    return f"{MODEL}, seed {seed}"
+
+
 def measure(measurement) -> dict:
-    """Error / d per k of every seed's model and of the baselines, noiseless and noisy, with bootstrap bands."""
+    """Error / d per k of every seed's model and of the baselines, noiseless and noisy, with bootstrap bands;
+    a model's rows carry its seed index, a baseline's seed None."""
     settings = measurement.settings
-    models = {MODEL if len(measurement.models["gpt"]) == 1 else f"{MODEL}, seed {seed}":
-              copy.deepcopy(model).double().eval() for seed, model in enumerate(measurement.models["gpt"])}
+    models = {_model_name(seed): copy.deepcopy(model).double().eval()
+              for seed, model in enumerate(measurement.models["gpt"])}
+    seeds = {name: seed for seed, name in enumerate(models)}
     rows = []
     for condition, task in (("noiseless", settings.task), ("noisy", settings.noisy_task)):
         records = evaluate({**models, **BASELINES}, task, num_prompts=settings.test_prompts,
                            seed=HELD_OUT_STREAMS["test"], device=measurement.device)
-        rows += [{"condition": condition, **record} for record in records]
+        rows += [{"condition": condition, "seed": seeds.get(record["predictor"]), **record} for record in records]
     return {"rows": rows}
 
 
@@ -200,7 +230,9 @@ def _curve(results: dict, condition: str, predictor: str) -> list[dict]:
 
 
 def _models(results: dict) -> list[str]:
-    return list(dict.fromkeys(row["predictor"] for row in results["rows"] if row["predictor"].startswith(MODEL)))
+    """The models' predictor names, in seed order."""
+    seeds = sorted({row["seed"] for row in results["rows"] if row["seed"] is not None})
+    return [_model_name(seed) for seed in seeds]
 
 
 def _standard_error(row: dict) -> float:
@@ -236,27 +268,34 @@ def checks(results: dict, settings: Settings) -> list[Check]:
         out.append(_closed_form_check("noisy least squares", noisy_ols[k], expected,
                                       "Hastie et al. 2022 finite-n OLS risk (ols_risk_per_dim), |k − d| ≥ 4"))
     late = range(d, last + 1)
-    for name in _models(results):
-        model, model_noisy = _curve(results, "noiseless", name), _curve(results, "noisy", name)
-        gap = _mean_over(model, late) - _mean_over(ols, late)
-        out.append(Check(f"{name}: mean error / d over k = {d}…{last} minus least squares'", MARGIN_TO_OLS, gap,
-                         relation="at_most", source=f"{FIGURE_2} (model follows least squares; stated margin)"))
-        ratio = _mean_over(model, late) / _mean_over(averaging, late)
-        out.append(Check(f"{name}: mean error over k = {d}…{last} / averaging's", FRACTION_OF_AVERAGING, ratio,
-                         relation="at_most", source=f"{FIGURE_2} (far below averaging)"))
-        # the rise into the peak: a model whose error only falls with k (no peak) fails here
-        out.append(Check(f"{name}, noisy outputs: error at k = d ({d}) / error at k = {d - 2}", 1.0,
-                         model_noisy[d]["mean"] / model_noisy[d - 2]["mean"], relation="at_least",
-                         source=f"{NOISY}: the least-squares peak at k = d"))
+    models = _models(results)
+    noiseless = [_mean_over(_curve(results, "noiseless", name), late) for name in models]  # per seed
+    noisy_curves = [_curve(results, "noisy", name) for name in models]
+    gaps = [error - _mean_over(ols, late) for error in noiseless]
+    gap = f"model's mean error / d over k = {d}…{last} minus least squares'"
+    out.append(claim_check("follows-least-squares", gap, MARGIN_TO_OLS, gaps, relation="at_most",
+                           source=f"{FIGURE_2} (model follows least squares; our margin)"))
+    out.append(claim_check("far-below-averaging", f"model's mean error over k = {d}…{last} / averaging's",
+                           FRACTION_OF_AVERAGING, [error / _mean_over(averaging, late) for error in noiseless],
+                           relation="at_most", source=f"{FIGURE_2} (far below averaging; our fraction)"))
+    # the peak is least squares' only in a model that learned least squares: the premise, the first claim's check
+    # again (an untrained model's flat noisy error can rise from k = d − 2 to d with the prompts' label variance)
+    out.append(claim_check("noisy-peak", f"premise: {gap}", MARGIN_TO_OLS, gaps, relation="at_most",
+                           source=f"{NOISY}: the model learned least squares (as follows-least-squares)"))
+    # the rise into the peak: a model whose error only falls with k (no peak) fails here
+    out.append(claim_check("noisy-peak", f"noisy outputs: model's error at k = d ({d}) / its error at k = {d - 2}", 1.0,
+                           [curve[d]["mean"] / curve[d - 2]["mean"] for curve in noisy_curves], relation="at_least",
+                           source=f"{NOISY}: the least-squares peak at k = d"))
     return out
 
 
 def _panel(results: dict, condition: str, title: str, yscale: str, ylim=None, targets=()) -> Panel:
-    curves = []
-    for name in [*_models(results), *BASELINES]:
+    models = [_curve(results, condition, name) for name in _models(results)]
+    curves = [seed_curve(MODEL, [r["position"] for r in models[0]], [[r["mean"] for r in rows] for rows in models])]
+    for name in BASELINES:
         rows = _curve(results, condition, name)
         curves.append(Curve(name, [r["position"] for r in rows], [r["mean"] for r in rows],
-                            [r["ci_low"] for r in rows], [r["ci_high"] for r in rows], baseline=name in BASELINES))
+                            [r["ci_low"] for r in rows], [r["ci_high"] for r in rows], baseline=True))
     trivial = Target("trivial (predict 0)", 1.0, 1.0, 1.0)
     return Panel("in-context examples", "squared error / d", curves, targets=[trivial, *targets], title=title,
                  yscale=yscale, ylim=ylim)
@@ -266,7 +305,8 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
     """Fig. 2: error / d vs in-context examples (clipped at 1.5 so that model and least squares stay
     readable; averaging starts at (d + 1)/1), and the noisy-output evaluation beside it on a log
     scale, where least squares peaks at k = d."""
-    margin = Target(f"required: model ≤ least squares + {MARGIN_TO_OLS} (mean, k ≥ d)", 0.0, 0.0, MARGIN_TO_OLS)
+    margin = Target(f"required: model ≤ least squares + {MARGIN_TO_OLS} (mean, k ≥ d)", 0.0, 0.0, MARGIN_TO_OLS,
+                    where=(settings.dim, settings.points - 1))
     return [_panel(results, "noiseless", f"linear functions, d = {settings.dim}", "linear", (-0.05, 1.5), [margin]),
             _panel(results, "noisy", "noisy outputs (σ = 1, rescaled)", "log")]
 
@@ -281,6 +321,7 @@ REPRODUCTION = Reproduction(
     scales=SCALES,
     runs=runs,
     measure=measure,
+    claims=CLAIMS,
     checks=checks,
     figure=figure,
     quick_minutes=4.0,

@@ -49,3 +49,25 @@ def test_full_scale_is_the_authors_covariance():
     full, quick = ahn_2023.SCALES["full"], ahn_2023.SCALES["quick"]
     assert full.spectrum == (1.0, 1.0, 0.25, 0.0625, 1.0) and quick.spectrum == ahn_2023.AUTHORS_D
     assert (full.dim, full.context, full.layers) == (5, 20, (1, 2, 3, 4))
+
+
+def test_claim_checks_take_one_value_per_seed_and_the_risk_band_of_their_standard_errors():
+    settings = ahn_2023.SCALES["smoke"]  # L = 1, 2
+
+    def rows(run, **per_seed):
+        return [{"run": run, "seed": seed, "quantity": key, "value": values[seed]}
+                for key, values in per_seed.items() for seed in (0, 1)]
+
+    table = (rows("one-layer", relative_error=(0.01, 0.03), risk=(0.84, 0.86), risk_standard_error=(0.01, 0.03),
+                  risk_formula=(0.85, 0.85))
+             + rows("layers-1", distance_to_identity_layer_1=(0.02, 0.04))
+             + rows("layers-2", distance_to_identity_layer_1=(0.05, 0.07), distance_to_identity_layer_2=(0.2, 0.0),
+                    risk_minus_preconditioned_gd=(-0.3, -0.1)))
+    checks = ahn_2023.checks({"rows": table}, settings)
+    assert all(check.kind == "claim" for check in checks)
+    assert [(check.claim, check.per_seed) for check in checks] == [
+        ("one-layer-preconditioner", (0.01, 0.03)), ("one-layer-preconditioner", (0.84, 0.86)),
+        ("layers-inverse-covariance", (0.02, 0.04)), ("layers-inverse-covariance", (0.05, 0.07)),
+        ("layers-inverse-covariance", (0.2, 0.0)), ("layers-beat-preconditioned-gd", (-0.3, -0.1))]
+    risk = checks[1]
+    assert risk.expected == 0.85 and risk.tolerance == pytest.approx(3 * 0.02 + ahn_2023.RISK_SLACK * 0.85)

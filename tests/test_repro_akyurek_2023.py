@@ -76,3 +76,29 @@ def test_quick_mlp_probe_decodes_a_product_latent_that_a_linear_probe_cannot():
     coefficients = np.linalg.lstsq(design[:fit], latent[:fit].numpy(), rcond=None)[0]
     residual = design[fit:] @ coefficients - latent[fit:].numpy()
     assert 1 - (residual**2).sum() / ((latent[fit:].numpy() - latent[fit:].numpy().mean()) ** 2).sum() <= 0.05
+
+
+def test_claim_checks_take_one_ratio_per_seed_from_that_seeds_models():
+    settings = akyurek_2023.SCALES["smoke"]  # depths 1, 2; σ ∈ {0, 0.5}; the probed GPT's middle layer 1
+    spd = {(0.0, 1): {"one GD step": (1.0, 3.0), "least squares": (4.0, 2.0)},
+           (0.0, 2): {"one GD step": (5.0, 2.0), "least squares": (1.0, 4.0)},
+           (0.5, 2): {"one GD step": (4.0, 4.0), "least squares": (2.0, 8.0), "Bayes ridge": (1.0, 2.0)}}
+    rows = [{"noise": noise, "depth": depth, "seed": seed, "predictor": "model", "against": against, "metric": metric,
+             "value": values[seed] * (2 if metric == "ILWD" else 1)}
+            for (noise, depth), by_algorithm in spd.items() for against, values in by_algorithm.items()
+            for seed in (0, 1) for metric in ("SPD", "ILWD")]
+    probes = [{"seed": seed, "target": target, "layer": 1, "probe": "mlp", "metric": "r2", "value": value}
+              for seed, by_target in enumerate(({"xty": 0.6, "w": 0.5}, {"xty": 0.4, "w": 0.45}))
+              for target, value in by_target.items()]
+    generator = torch.Generator().manual_seed(0)
+    samples = 0.5 + 0.01 * torch.randn(100, dtype=torch.float64, generator=generator)
+    identities = {"ilwd_probes": 1.0, "weight_distance": 1.0, "spd_over_distance": samples * 2,
+                  "ridge_risk_samples": samples, "ridge_test_errors": samples.flip(0), "ols_risk": 0.6, "gd_risk": 1.8}
+    checks = akyurek_2023.checks({"rows": rows, "identities": identities, "probes": probes}, settings)
+    by_claim = {}
+    for check in checks:
+        by_claim.setdefault(check.claim, []).append(check.per_seed)
+    assert by_claim["depth-gd-to-least-squares"] == [(0.25, 1.5), (0.2, 2.0), (0.25, 1.5), (0.2, 2.0)]
+    assert by_claim["noise-bayes-ridge"] == [(0.5, 0.25), (0.25, 0.5)]
+    assert by_claim["probes-xty-before-w"] == [(0.6, 0.4), pytest.approx((0.1, -0.05))]
+    assert len(by_claim[None]) == 5 and all(check.passed for check in checks if check.kind == "sanity")

@@ -57,3 +57,37 @@ def test_a_panel_shows_its_y_range(tmp_path):
     panel = Panel("x", "y", [Curve("c", [0, 1], [0.0, 10.0])], ylim=(0.0, 1.5))
     (png, _) = draw_figure(tmp_path / "figure", [panel], "caption")
     assert png.stat().st_size > 1000
+
+
+def _rows(condition: str, predictor: str, means, seed=None) -> list[dict]:
+    return [{"condition": condition, "seed": seed, "predictor": predictor, "position": k, "mean": mean,
+             "ci_low": mean, "ci_high": mean} for k, mean in enumerate(means)]
+
+
+def test_claim_checks_take_one_value_per_seed_from_that_seeds_curve():
+    settings = garg_2022.SCALES["smoke"]
+    d, last = settings.dim, settings.points - 1
+    noisy = settings.noisy_task
+    ols = [float(ols_risk_per_dim(k, d)) for k in range(last + 1)]
+    averaging = [float(averaging_risk_per_dim(max(k, 1), d)) for k in range(last + 1)]
+    noisy_ols = [float(ols_risk_per_dim(k, d, noisy.prior_scale, noisy.noise)) if k != d else 1e3
+                 for k in range(last + 1)]
+    rising = [1.0] * (last + 1)
+    rising[d] = 2.0  # seed 0: a peak at k = d, twice its error at k = d − 2; seed 1: flat
+    rows = (_rows("noiseless", "Least squares", ols) + _rows("noiseless", "Averaging", averaging)
+            + _rows("noisy", "Least squares", noisy_ols)
+            + _rows("noiseless", "Transformer, seed 0", [0.05] * (last + 1), 0)
+            + _rows("noiseless", "Transformer, seed 1", [0.3] * (last + 1), 1)
+            + _rows("noisy", "Transformer, seed 0", rising, 0)
+            + _rows("noisy", "Transformer, seed 1", [1.0] * (last + 1), 1))
+    checks = garg_2022.checks({"rows": rows}, settings)
+    assert all(check.passed for check in checks if check.kind == "sanity")
+    gap = next(check for check in checks if check.claim == "follows-least-squares")
+    assert gap.per_seed == pytest.approx((0.05, 0.3))  # least squares' error is 0 for k ≥ d
+    fraction = next(check for check in checks if check.claim == "far-below-averaging")
+    late_averaging = sum((d + 1) / k for k in range(d, last + 1)) / (last + 1 - d)
+    assert fraction.per_seed == pytest.approx((0.05 / late_averaging, 0.3 / late_averaging))
+    peak = [check for check in checks if check.claim == "noisy-peak"]
+    assert [check.per_seed for check in peak] == [pytest.approx((0.05, 0.3)), pytest.approx((2.0, 1.0))]
+    assert [check.claim for check in checks if check.kind == "claim"] == [
+        "follows-least-squares", "far-below-averaging", "noisy-peak", "noisy-peak"]

@@ -68,3 +68,14 @@ def test_bad_input_is_refused():
 def test_the_quick_grid_spans_dimension_length_and_noise():
     grid = mahankali_2023.SCALES["quick"].grid
     assert len({d for d, _, _ in grid}) > 1 and len({n for _, n, _ in grid}) > 1 and any(s for _, _, s in grid)
+
+
+def test_a_risk_claim_check_takes_one_risk_per_seed_and_the_risk_checks_band():
+    from icl_sim.paper_repro.measures import risk_claim_check
+
+    check = risk_claim_check("optimal-step", "risk", 2.0, [2.01, 2.012], [0.01, 0.03], slack=0.02, source="Thm 1")
+    assert check.kind == "claim" and check.per_seed == (2.01, 2.012)
+    assert check.tolerance == pytest.approx(3 * 0.02 + 0.02 * 2.0, rel=1e-12)
+    assert check.passed  # the seeds' interval [1.998, 2.024] lies inside 2 ± 0.1
+    assert not risk_claim_check("optimal-step", "risk", 2.0, [2.01, 2.2], [0.01, 0.03], slack=0.02,
+                                source="Thm 1").passed

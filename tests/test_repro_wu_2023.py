@@ -79,3 +79,12 @@ def test_fitted_slope_recovers_a_power_law():
     rows = [{"kind": "sweep", "tasks": t, "excess_risk": 3.0 * t ** -1.0} for t in (64, 128, 256, 512)]
     assert wu_2023.fitted_slope({"rows": rows}, 64) == pytest.approx(-1.0, abs=1e-12)
     assert np.isnan(wu_2023.fitted_slope({"rows": rows[:1]}, 64))
+
+
+def test_fitted_slope_of_one_seed_uses_that_seed_alone():
+    rows = [{"kind": "sweep", "tasks": t, "seed": seed, "replicate": k, "excess_risk": (1 + k) * t ** -power}
+            for t in (64, 128, 256, 512) for seed, power in ((0, 1.0), (1, 0.5)) for k in range(2)]
+    results = {"rows": rows}
+    assert wu_2023.sweep_seeds(results) == [0, 1]
+    assert wu_2023.fitted_slope(results, 64, seed=0) == pytest.approx(-1.0, abs=1e-12)
+    assert wu_2023.fitted_slope(results, 64, seed=1) == pytest.approx(-0.5, abs=1e-12)

@@ -104,3 +104,27 @@ def test_every_initial_law_has_unit_mean_block_norm_on_its_active_blocks(initial
     m = _block_norms(Autoregressive(dim=4, initial=initial, initial_scale=scale), 50_000, 2)
     active = m[m > 0]
     assert abs(float(active.mean()) - 1.0) <= Z * float(active.std()) / math.sqrt(len(active)) + 1e-12
+
+
+def test_claim_checks_take_one_value_per_seed_and_the_seeds_mean_standard_error():
+    settings = zheng_2024.SCALES["smoke"]
+    (n,) = settings.lengths
+    rows = []
+    for law in zheng_2024.LAWS:
+        for seed, step in enumerate((0.8, 0.9)):
+            values = {"learned_step": step, "best_step": 1.0, "gd_distance": 0.01 * (seed + 1), "train_risk": 1.0,
+                      "train_risk_se": 0.01 * (seed + 1), "train_risk_formula": 1.0, "long_error": 0.5,
+                      "long_error_se": 0.02, "long_error_formula": 0.5, "best_limit_floor": 1 / 3,
+                      "recovery": step / 2, "recovery_formula": 0.5}
+            rows += [{"run": f"{law}-N{n}", "law": law, "length": n, "seed": seed, "quantity": key, "value": value}
+                     for key, value in values.items()]
+    checks = zheng_2024.checks({"rows": rows}, settings)
+    assert all(check.kind == "claim" for check in checks)
+    assert {check.claim for check in checks} == {claim.id for claim in zheng_2024.CLAIMS}
+    step = next(check for check in checks if check.quantity.startswith("ones") and "learned step" in check.quantity)
+    assert step.per_seed == (0.8, 0.9) and step.measured == pytest.approx(0.85) and not step.passed
+    risk = next(check for check in checks
+                if check.quantity.startswith("ones") and "trained positions" in check.quantity)
+    assert risk.tolerance == pytest.approx(3 * 0.015 + zheng_2024.RISK_SLACK * 1.0)
+    floor = next(check for check in checks if "min_c" in check.quantity)
+    assert floor.claim == "limit-recovery" and floor.tolerance == pytest.approx(0.06) and floor.passed
