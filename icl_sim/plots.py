@@ -109,23 +109,35 @@ class Curve:
     high: Sequence[float] | None = None
     baseline: bool = False
     continuous: bool = True
+    seeds: int | None = None
 
 
 def seed_curve(label: str, x: Sequence[float], per_seed: Sequence[Sequence[float]], **options) -> Curve:
     """The mean over seeds of per-seed curves (``per_seed[k][i]``: seed k at ``x[i]``) with its 95 % Student-t
-    interval as the band (none for a single seed); ``options`` as for :class:`Curve`."""
+    interval as the band (none for a single seed); ``options`` as for :class:`Curve`.  The figure's caption
+    says over how many seeds (:func:`draw_figure`)."""
     import torch
     from scipy import stats
 
     values = torch.tensor([list(map(float, ys)) for ys in per_seed], dtype=torch.float64)
     if values.ndim != 2 or values.shape[1] != len(x):
         raise ValueError(f"per_seed must hold one curve of {len(x)} values per seed, got shape {tuple(values.shape)}")
-    mean = values.mean(dim=0)
-    if values.shape[0] < 2:
-        return Curve(label, list(x), mean.tolist(), **options)
-    half = float(stats.t.ppf(0.975, values.shape[0] - 1)) * values.std(dim=0) / values.shape[0] ** 0.5
-    return Curve(f"{label} (mean of {values.shape[0]} seeds, 95 % CI)", list(x), mean.tolist(),
-                 (mean - half).tolist(), (mean + half).tolist(), **options)
+    mean, seeds = values.mean(dim=0), values.shape[0]
+    if seeds < 2:
+        return Curve(label, list(x), mean.tolist(), seeds=seeds, **options)
+    half = float(stats.t.ppf(0.975, seeds - 1)) * values.std(dim=0) / seeds ** 0.5
+    return Curve(label, list(x), mean.tolist(), (mean - half).tolist(), (mean + half).tolist(), seeds=seeds,
+                 **options)
+
+
+def seeds_note(panels: Sequence["Panel"]) -> str:
+    """What the caption says of the curves drawn over seeds: their mean and 95 % interval over how many."""
+    counts = sorted({curve.seeds for panel in panels for curve in panel.curves if curve.seeds})
+    if not counts:
+        return ""
+    seeds = " or ".join(map(str, counts))
+    return (f"Trained models: the mean over {seeds} training seed{'s' if counts != [1] else ''}"
+            + (", shaded (or barred) its 95 % interval." if counts[-1] > 1 else "."))
 
 
 @dataclass(frozen=True)
@@ -174,6 +186,7 @@ def draw_figure(stem, panels: Sequence[Panel], caption: str) -> list[Path]:
     colour in every panel (:func:`colors_by_label`).
     """
     colors = colors_by_label(panels)
+    caption = " ".join(filter(None, [caption, seeds_note(panels)]))
     paths = []
     for suffix in FORMATS:
         path = Path(stem).with_suffix(suffix)

@@ -1,9 +1,15 @@
 """The gallery's figure style: panels wrap into rows, short log axes still carry numbers, a label keeps its
-colour from panel to panel."""
+colour from panel to panel, curves over seeds carry their interval, bands cover only their range, legends cover
+no data, baselines stay visible, heatmaps where a paper has one."""
 import matplotlib.image
+import numpy as np
+import pytest
+from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.figure import Figure
+from scipy import stats
 
-from icl_sim.plots import MAX_COLUMNS, Curve, Panel, Target, _draw_panel, colors_by_label, draw_figure
+from icl_sim.plots import (MAX_COLUMNS, Curve, Heatmap, Panel, Target, _draw_panel, colors_by_label, draw_figure,
+                           seed_curve, seeds_note)
 
 
 def _panel(yscale="linear", y=(1.0, 2.0)):
@@ -81,3 +87,58 @@ def test_integer_y_values_get_integer_ticks_only():
     banded = _visible_ticks(Curve("c", [4, 8, 12], [2, 3, 4], low=[1.5, 2.5, 3.5], high=[2.5, 3.5, 4.5]), "y")
     assert rounds and all(float(tick).is_integer() for tick in rounds)
     assert not all(float(tick).is_integer() for tick in banded)
+
+
+def test_a_seed_curve_is_the_mean_with_its_student_t_interval():
+    per_seed = [[1.0, 2.0, 3.0], [1.5, 2.5, 2.0], [0.5, 2.0, 4.0]]
+    curve = seed_curve("model", [1, 2, 3], per_seed)
+    values = np.array(per_seed)
+    low, high = stats.t.interval(0.95, 2, loc=values.mean(axis=0), scale=stats.sem(values, axis=0))
+    assert curve.label == "model" and curve.seeds == 3
+    assert np.allclose(curve.y, values.mean(axis=0)) and np.allclose(curve.low, low) and np.allclose(curve.high, high)
+    one = seed_curve("model", [1, 2], [[1.0, 2.0]])
+    assert one.low is None and one.seeds == 1
+    with pytest.raises(ValueError, match="per_seed"):
+        seed_curve("model", [1, 2], [[1.0, 2.0, 3.0]])
+
+
+def test_the_caption_says_over_how_many_seeds():
+    three = Panel("x", "y", [seed_curve("m", [1, 2], [[1.0, 2.0]] * 3), Curve("b", [1, 2], [1.0, 1.0])])
+    assert seeds_note([three]) == "Trained models: the mean over 3 training seeds, shaded (or barred) its 95 % interval."
+    assert seeds_note([_panel()]) == ""
+
+
+def test_a_target_is_shaded_only_where_its_check_applies():
+    axes = _drawn(Panel("k", "error", [Curve("model", [0, 10], [1.0, 0.0])],
+                        targets=[Target("required", 0.1, 0.0, 0.2, where=(5, 10))]))
+    (band,) = axes.collections
+    xs = band.get_paths()[0].vertices[:, 0]
+    assert xs.min() == 5 and xs.max() == 10
+
+
+def test_legends_sit_below_the_axes_and_baselines_above_the_models():
+    axes = _drawn(Panel("k", "error", [Curve("model", [1, 2, 3], [1.0, 0.5, 0.2]),
+                                       Curve("least squares", [1, 2, 3], [1.0, 0.5, 0.2], baseline=True)]))
+    axes.figure.canvas.draw()
+    legend = axes.get_legend().get_window_extent()
+    assert legend.y1 <= axes.get_window_extent().y0  # wholly below the data
+    model, baseline = axes.get_lines()
+    assert baseline.get_zorder() > model.get_zorder() and baseline.get_linestyle() == "--"
+    assert baseline.get_marker() == "x" and model.get_marker() == "o"  # a baseline on the model stays visible
+
+
+def test_a_discrete_axis_gets_markers_and_error_bars_not_a_band():
+    axes = _drawn(Panel("depth", "error", [Curve("model", [1, 2, 4], [1.0, 0.5, 0.2], [0.9, 0.4, 0.1],
+                                                 [1.1, 0.6, 0.3], continuous=False)]))
+    assert not any(isinstance(c, PolyCollection) for c in axes.collections)
+    assert any(isinstance(c, LineCollection) for c in axes.collections)
+    assert axes.get_lines()[0].get_marker() == "o"
+
+
+def test_a_heatmap_panel_draws_its_grid(tmp_path):
+    panel = Panel("step", "layer", [], heatmap=Heatmap([[0.1, 0.9], [0.8, 0.2]], [1, 2], [1, 2], "cosine"))
+    axes = _drawn(panel)
+    (mesh,) = [c for c in axes.collections if c.__class__.__name__ == "QuadMesh"]
+    assert mesh.get_array().reshape(2, 2).tolist() == [[0.1, 0.9], [0.8, 0.2]]
+    assert [t.get_text() for t in axes.get_xticklabels()] == ["1", "2"]
+    assert draw_figure(tmp_path / "heat", [panel, _panel()], "caption")[0].stat().st_size > 0
