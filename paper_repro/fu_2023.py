@@ -284,15 +284,17 @@ def checks(results: dict, settings: Settings) -> list[Check]:
     for algorithm in ("newton", "gd"):
         counted = _values(results, f"{algorithm}_steps_counted")
         formula = _values(results, f"{algorithm}_steps_formula")
-        out.append(exact(f"{algorithm} steps to ε = {EPS:g}: max |counted − formula| over κ ∈ {list(settings.kappas)}", 0.0,
-                         max(abs(a - b) for a, b in zip(counted, formula)), tolerance=0.0))
+        out.append(exact(f"{algorithm} steps to ε = {EPS:g}: max |counted − formula| over κ ∈ "
+                         f"{list(settings.kappas)}", 0.0, max(abs(a - b) for a, b in zip(counted, formula)),
+                         tolerance=0.0))
     rows = results["rows"]
     out.append(claim_check("learns-in-context", "precondition, the model learned in context: its error at the last "
                            "query / E[y²]", LEARNED_FRACTION, seed_values(rows, "relative_error", part="trained"),
                            relation="at_most",
                            source="Fu et al. 2023, Fig. 2: the transformer matches least squares (error 0 at n = 2d)"))
-    out.append(claim_check("newton-linear", "slope of the best-matching Newton step against the layer (steps per layer)",
-                           NEWTON_SLOPE, seed_values(rows, "newton_slope", part="trained"), tolerance=NEWTON_SLOPE_BAND,
+    out.append(claim_check("newton-linear",
+                           "slope of the best-matching Newton step against the layer (steps per layer)", NEWTON_SLOPE,
+                           seed_values(rows, "newton_slope", part="trained"), tolerance=NEWTON_SLOPE_BAND,
                            source=FIGURE_3 + ": ~3 Newton iterations per layer"))
     out.append(claim_check("gd-exponential", "growth factor per layer of the best-matching GD step, "
                            "2^(slope of log₂ step)", GD_GROWTH,

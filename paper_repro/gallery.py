@@ -52,8 +52,9 @@ def gallery_page(entries: Mapping[str, GalleryEntry]) -> str:
     for name, entry in entries.items():
         verdicts = [claim.verdict for claim in claim_verdicts(entry.reproduction, entry.checks)]
         sanity = [check for check in entry.checks if check.kind == "sanity"]
-        lines.append(f"| [{name}](#{name}) | {verdicts.count('held')} of {len(verdicts)} | {verdicts.count('deferred')} "
-                     f"| {verdicts.count('failed')} | {sum(check.passed for check in sanity)} of {len(sanity)} "
+        passed = sum(check.passed for check in sanity)
+        lines.append(f"| [{name}](#{name}) | {verdicts.count('held')} of {len(verdicts)} "
+                     f"| {verdicts.count('deferred')} | {verdicts.count('failed')} | {passed} of {len(sanity)} "
                      f"| {entry.minutes:.1f} |")
     lines.append("")
     for name, entry in entries.items():

@@ -91,9 +91,9 @@ CLAIMS = (
     Claim("dmmse-below-threshold", "Below the task-diversity threshold (the smallest pools) the pretrained transformer "
           "behaves like dMMSE, the Bayes estimator of its finite pool: it is closer to dMMSE than to ridge on pool "
           "and on Gaussian-prior prompts", FIGURE_2),
-    Claim("ridge-above-threshold", "Above the threshold (the largest finite pool, and M = ∞) it behaves like ridge, the "
-          "Bayes estimator of the Gaussian prior: closer to ridge than to dMMSE even on its own pool's prompts, where "
-          "dMMSE is optimal, and with ridge's MSE on unseen tasks", FIGURE_2),
+    Claim("ridge-above-threshold", "Above the threshold (the largest finite pool, and M = ∞) it behaves like ridge, "
+          "the Bayes estimator of the Gaussian prior: closer to ridge than to dMMSE even on its own pool's prompts, "
+          "where dMMSE is optimal, and with ridge's MSE on unseen tasks", FIGURE_2),
 )
 
 

@@ -32,7 +32,7 @@ from icl_sim.tasks import make_task
 from icl_sim.training import (initial_model, make_optimizer, make_scheduler, optimisation_step, resolve_device,
                               training_batch)
 
-from .runner import Measurement, _by_name, evaluate, seed_block, seeded_runs, trained_models, write_outputs
+from .runner import Measurement, evaluate, models_by_name, seed_block, seeded_runs, trained_models, write_outputs
 from .spec import Reproduction
 
 #: optimiser steps each rehearsed run takes (the full path: schedule, logging, checkpoint, the monitor)
@@ -127,7 +127,7 @@ def rehearse(reproduction: Reproduction, out_dir, *, seeds: int | None = None, f
     models, histories = trained_models(reproduction, full, "full", short, out_dir, device,
                                        executor=Executor("debug"), progress=progress)
     settings = fewer_prompts(full)
-    results, checks = evaluate(reproduction, "full", Measurement(settings, device, *_by_name(models, histories)))
+    results, checks = evaluate(reproduction, "full", Measurement(settings, device, *models_by_name(models, histories)))
     write_outputs(reproduction, "full", settings, results, checks, out_dir)
     write_text(out_dir / REHEARSAL_FILE, json.dumps([cost.as_dict() for cost in costs], indent=2) + "\n")
     return costs, checks

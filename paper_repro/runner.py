@@ -1,10 +1,12 @@
 """The machinery every reproduction shares: train or reuse its runs, measure, check, draw, write.
 
-``run_reproduction(reproduction, scale, out_dir)`` trains each declared run (over ``seeds``
-seeds) in ``out_dir/runs/NAME/seed-K``, reusing a finished run and resuming an interrupted
-one (runs of one architecture train together as an ensemble, ``icl_sim.ensemble``), then
-writes ``results.{csv,json}``, ``checks.json`` and ``figure.{png,pdf}`` to ``out_dir``.  Held-out
-prompts come from named streams fixed here, disjoint from training.
+``run_reproduction(reproduction, scale, out_dir)`` trains each declared run once per seed of a
+block (``seed_block``: the scale's default count from ``first_seed``) in ``out_dir/runs/NAME/seed-K``,
+reusing a finished run and resuming an interrupted one (runs of one architecture train together as
+an ensemble, ``icl_sim.ensemble``), measures and checks them (a claim that needs the full scale is
+deferred below it), then writes ``results.{csv,json}``, ``checks.json`` and ``figure.{png,pdf}`` to
+``out_dir``.  The untrained control measures the same seeds' models at initialisation instead and
+writes ``control.json``.  Held-out prompts come from named streams fixed here, disjoint from training.
 """
 from __future__ import annotations
 
@@ -138,7 +140,7 @@ def run_reproduction(reproduction: Reproduction, scale: str, out_dir, *, seeds: 
     else:
         models, histories = trained_models(reproduction, settings, scale, runs, out_dir, device, executor=executor,
                                            progress=progress)
-    results, checks = evaluate(reproduction, scale, Measurement(settings, device, *_by_name(models, histories)),
+    results, checks = evaluate(reproduction, scale, Measurement(settings, device, *models_by_name(models, histories)),
                                deferring=control is None)
     if control is not None:
         write_checks(checks, out_dir, CONTROL_FILE)
@@ -164,7 +166,7 @@ def trained_models(reproduction: Reproduction, settings, scale: str, runs: dict,
     return models, histories
 
 
-def _by_name(models: dict, histories: dict) -> tuple[dict, dict]:
+def models_by_name(models: dict, histories: dict) -> tuple[dict, dict]:
     """{(name, seed): value} maps as ``Measurement`` takes them: name → values in seed order."""
     by_name: tuple[dict, dict] = ({}, {})
     for target, source in zip(by_name, (models, histories)):

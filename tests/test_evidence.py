@@ -12,7 +12,6 @@ from scipy import stats
 
 from icl_sim.checks import Check, claim_check
 from icl_sim.config import TrainConfig
-from icl_sim.models import InContextModel
 from icl_sim.paper_repro import von_oswald_2023
 from icl_sim.paper_repro.evidence import (DEFAULT_SEEDS, check_claim_wiring, claim_verdicts, failed, held_claims,
                                           summary_line)

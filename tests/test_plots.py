@@ -104,7 +104,8 @@ def test_a_seed_curve_is_the_mean_with_its_student_t_interval():
 
 def test_the_caption_says_over_how_many_seeds():
     three = Panel("x", "y", [seed_curve("m", [1, 2], [[1.0, 2.0]] * 3), Curve("b", [1, 2], [1.0, 1.0])])
-    assert seeds_note([three]) == "Trained models: the mean over 3 training seeds, shaded (or barred) its 95 % interval."
+    assert seeds_note([three]) == ("Trained models: the mean over 3 training seeds, shaded (or barred) its 95 % "
+                                   "interval.")
     assert seeds_note([_panel()]) == ""
 
 

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-import submitit
 import yaml
 from click.testing import CliRunner
 
@@ -98,21 +97,22 @@ def wait_for(found, timeout=60.0):
 
 
 @pytest.mark.slow
-def test_a_full_scale_reproduction_trains_its_runs_as_jobs(tmp_path, monkeypatch):
-    """A fake "full" scale of smoke size: every run becomes a submitit job, then the reproduction measures them.
+def test_a_full_scale_reproduction_trains_its_runs_as_jobs(tmp_path):
+    """A fake "full" scale of smoke size: every run of each of its three default seeds becomes a submitit job, then
+    the reproduction measures them.
 
-    The jobs run in this process (submitit's debug executor): the local executor's processes are tested above.
+    The jobs run in this process (the ``debug`` executor): the local executor's processes are tested above.
     """
-    monkeypatch.setattr(Executor, "submitit", lambda self, folder: submitit.AutoExecutor(folder, cluster="debug"))
     smoke = dataclasses.replace(von_oswald_2023.REPRODUCTION,
                                 scales={**von_oswald_2023.REPRODUCTION.scales,
                                         "full": von_oswald_2023.REPRODUCTION.scales["smoke"]})
-    checks = run_reproduction(smoke, "full", tmp_path, device="cpu", progress=False, executor=Executor("local"))
+    checks = run_reproduction(smoke, "full", tmp_path, device="cpu", progress=False, executor=Executor("debug"))
     jobs = json.loads((tmp_path / JOBS_FILE).read_text())
     runs = von_oswald_2023.REPRODUCTION.runs(von_oswald_2023.REPRODUCTION.scales["smoke"])
-    assert sorted(jobs) == sorted(f"{name}/seed-0" for name in runs)
-    assert all(load_checkpoint(tmp_path / "runs" / name / "seed-0")["step"] == config.steps
-               for name, config in runs.items())
+    assert sorted(jobs) == sorted(f"{name}/seed-{seed}" for name in runs for seed in range(3))
+    assert {job["executor"] for job in jobs.values()} == {"debug"}
+    assert all(load_checkpoint(tmp_path / "runs" / name / f"seed-{seed}")["step"] == config.steps
+               for name, config in runs.items() for seed in range(3))
     assert checks and (tmp_path / "checks.json").is_file()
 
 

@@ -32,12 +32,14 @@ COMMANDS = {
                                    "per layer."),
 }
 REPRO_COMMANDS = {
-    "list": LazyCommand("icl_sim.cli.repro:repro_list", "Every reproduction: its name, paper, claim and "
-                        "quick-scale time (2-core CPU)."),
+    "list": LazyCommand("icl_sim.cli.repro:repro_list", "Every reproduction: its name, paper, quick-scale time "
+                        "and the claims it tests (2-core CPU)."),
     "run": LazyCommand("icl_sim.cli.repro:repro_run", "Run reproduction NAME (or --all): figure, results table "
-                       "and checks.json; exit 1 if a check fails."),
+                       "and checks.json; print the claims held, failed and deferred apart from the sanity checks; "
+                       "exit 1 if a claim or a sanity check fails (smoke scale: only if the pipeline breaks)."),
     "gallery": LazyCommand("icl_sim.cli.repro:repro_gallery", "Regenerate the gallery: every reproduction at "
-                           "quick scale, its figure and checks in --figures/README.md."),
+                           "quick scale over its default seeds, with its untrained control; figures and the claims "
+                           "and sanity tables in --figures/README.md."),
 }
 THEORY_COMMANDS = {
     "list": LazyCommand("icl_sim.cli.theory:theory_list", "Every claim with its source."),

@@ -53,13 +53,14 @@ def repro_run(name, run_all, scale, seeds, first_seed, control, rehearse, out_di
     deferred apart from the sanity checks; exit 1 if a claim or a sanity check fails (smoke scale: only if the
     pipeline breaks)."""
     from icl_sim.paper_repro import REPRODUCTIONS
+    from icl_sim.validation import check_choice
 
     if run_all == (name is not None):
         raise click.UsageError("give a reproduction NAME or --all (see `icl-sim repro list`)")
     if rehearse and (scale != "full" or control):
         raise click.UsageError("--rehearse rehearses the full scale: give it with --scale full and no --control")
-    if name is not None and name not in REPRODUCTIONS:
-        raise click.UsageError(f"no reproduction {name!r}; choose from {', '.join(REPRODUCTIONS)}")
+    if name is not None:
+        check_choice("name", name, list(REPRODUCTIONS))
     names = list(REPRODUCTIONS) if run_all else [name]
     suffix = f"{scale}-rehearsal" if rehearse else scale
     run = _rehearse if rehearse else _control if control else _run
@@ -84,10 +85,10 @@ def repro_run(name, run_all, scale, seeds, first_seed, control, rehearse, out_di
 
 def _run(reproduction, *, scale, target, seeds, first_seed, device, progress, executor, **_) -> tuple[bool, list]:
     """Train, measure and check; print each check and the summary.  Fails on a failed claim or sanity check."""
+    from icl_sim.paper_repro import run_reproduction
     from icl_sim.paper_repro.evidence import failed, summary_line
-    from icl_sim.paper_repro.runner import run_reproduction
 
-    checks = run_reproduction(reproduction, scale, target, seeds=seeds, first_seed=first_seed, device=device,
+    checks = run_reproduction(reproduction.name, scale, target, seeds=seeds, first_seed=first_seed, device=device,
                               progress=progress, executor=executor)
     _echo_checks(checks)
     click.echo(f"{reproduction.name}: {summary_line(reproduction, checks)}")
@@ -99,10 +100,10 @@ def _run(reproduction, *, scale, target, seeds, first_seed, device, progress, ex
 
 def _control(reproduction, *, scale, target, seeds, first_seed, control, device, progress, **_) -> tuple[bool, list]:
     """Measure the untrained models; fails if any claim holds for them (it could not have failed)."""
+    from icl_sim.paper_repro import run_reproduction
     from icl_sim.paper_repro.evidence import held_claims
-    from icl_sim.paper_repro.runner import run_reproduction
 
-    checks = run_reproduction(reproduction, scale, target, seeds=seeds, first_seed=first_seed, control=control,
+    checks = run_reproduction(reproduction.name, scale, target, seeds=seeds, first_seed=first_seed, control=control,
                               device=device, progress=progress)
     _echo_checks(checks)
     held = held_claims(reproduction, checks)
@@ -115,9 +116,10 @@ def _control(reproduction, *, scale, target, seeds, first_seed, control, device,
 
 def _rehearse(reproduction, *, target, seeds, first_seed, device, progress, **_) -> tuple[bool, list]:
     """Rehearse the full scale; print each run's cost and the reproduction's total."""
-    from icl_sim.paper_repro.rehearsal import rehearse, total_line
+    from icl_sim.paper_repro import rehearse_reproduction
+    from icl_sim.paper_repro.rehearsal import total_line
 
-    costs, checks = rehearse(reproduction, target, seeds=seeds, first_seed=first_seed, device=device,
+    costs, checks = rehearse_reproduction(reproduction.name, target, seeds=seeds, first_seed=first_seed, device=device,
                              progress=progress)
     for cost in costs:
         click.echo(f"    {cost.describe()}")
