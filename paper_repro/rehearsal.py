@@ -8,7 +8,8 @@ it measures, on one optimisation step: the parameters, the peak memory (on CUDA 
 peak; on a CPU the weights, gradients and optimiser state plus the activations autograd saves), the
 seconds per step here, and the FLOPs (``torch.utils.flop_counter``: matrix products, forward and
 backward), which give the full run's total and its projected hours on one H200 at 40 % of its dense
-bf16 peak.  A curriculum's early, smaller steps are counted at the full size: an upper bound.  The
+bf16 peak.  The step measured is one of the run's last, so a curriculum's prompts are at their full
+size and its early, smaller steps are counted at that size: an upper bound.  The
 projection counts arithmetic only: a small model's GPU step is bound by kernel launches, not FLOPs,
 so for the linear-attention runs it is a lower bound on the time.
 """
@@ -150,16 +151,17 @@ def _shape(config: TrainConfig) -> str:
 
 
 def step_cost(config: TrainConfig, device: torch.device) -> StepCost:
-    """One optimisation step of ``config`` at its full size, measured on a fresh model: parameters, peak memory,
-    seconds (the mean of ``TIMED_STEPS`` steps after one untimed) and FLOPs."""
+    """One optimisation step of ``config`` at its full size (its last steps' batches), measured on a fresh model:
+    parameters, peak memory, seconds (the mean of ``TIMED_STEPS`` steps after one untimed) and FLOPs."""
     task = make_task(config.task, **config.task_params)
     model = initial_model(config, device).train()
     optimizer = make_optimizer(model, config)
     scheduler = make_scheduler(optimizer, config)
 
-    def step(index: int) -> None:
-        optimisation_step(model, optimizer, scheduler, training_batch(task, config, index, device), task, config,
-                          index, device)
+    def step(index: int) -> None:  # a late step: a curriculum's prompts at their full size
+        late = config.steps - 1 - index
+        optimisation_step(model, optimizer, scheduler, training_batch(task, config, late, device), task, config,
+                          late, device)
 
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)

@@ -299,3 +299,17 @@ def test_python_callers_rehearse_by_name(tmp_path):
     from icl_sim.paper_repro import rehearse_reproduction
     with pytest.raises(ValueError, match="name must be one of"):
         rehearse_reproduction("no-such-paper", tmp_path)
+
+
+def test_a_curriculum_run_is_costed_at_its_full_size():
+    """FLOPs scale with the prompt length; the step costed is a late one, where the curriculum has grown it."""
+    from icl_sim.config import Curriculum
+    from icl_sim.paper_repro.rehearsal import step_cost
+
+    task = LinearRegression(dim=2, points=9)
+    plain = TrainConfig(task=task.name, task_params=dataclasses.asdict(task), model="gpt", steps=40, batch_size=4,
+                        loss_on="all", model_params={"n_layer": 1, "n_embd": 16, "n_head": 2})
+    growing = dataclasses.replace(plain, curriculum_points=Curriculum(3, 2, 10))
+    short = dataclasses.replace(plain, task_params={**plain.task_params, "points": 3})
+    device = torch.device("cpu")
+    assert step_cost(growing, device).flops == step_cost(plain, device).flops > 2 * step_cost(short, device).flops
