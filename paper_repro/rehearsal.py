@@ -1,9 +1,9 @@
 """The full scale rehearsed on this machine, so that a paper-scale run on a GPU is not the first time its code runs.
 
-``rehearse(reproduction, out_dir)`` builds every full-scale run at its full size (validating its
-config, task and model), trains each a few steps through the path the full scale takes (a job of
-the sweep executor, here submitit's in-process ``debug`` one), and runs measure, checks and figure
-on the resulting models with fewer held-out prompts.  For each distinct model size and batch shape
+``rehearse(reproduction, out_dir)`` builds every full-scale run of the seed block at its full size
+(validating its config, task and model), trains the first seed's runs a few steps through the path
+the full scale takes (a job of the sweep executor, here submitit's in-process ``debug`` one), and
+runs measure, checks and figure on those models with fewer held-out prompts.  For each distinct model size and batch shape
 it measures, on one optimisation step: the parameters, the peak memory (on CUDA the allocator's
 peak; on a CPU the weights, gradients and optimiser state plus the activations autograd saves), the
 seconds per step here, and the FLOPs (``torch.utils.flop_counter``: matrix products, forward and
@@ -110,13 +110,18 @@ def total_line(label: str, costs) -> str:
 
 def rehearse(reproduction: Reproduction, out_dir, *, seeds: int | None = None, first_seed: int = 0,
              device: str = "auto", progress: bool = False) -> tuple[list[RunCost], list[Check]]:
-    """Rehearse ``reproduction``'s full scale in ``out_dir``: its runs' costs (also in ``rehearsal.json``) and
-    the checks of the briefly trained models (their verdicts mean nothing; that they are computed does)."""
+    """Rehearse ``reproduction``'s full scale in ``out_dir``: the costs of its runs over the seed block (also in
+    ``rehearsal.json``) and the checks of the briefly trained models of the block's first seed (their verdicts
+    mean nothing; that they are computed does).  The other seeds' runs are the same code at the same sizes:
+    they are built and validated, and costed, not trained."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     device = resolve_device(device)
     full = reproduction.scales["full"]
-    runs = seeded_runs(reproduction, full, seed_block("full", seeds, first_seed), device)
+    block = seed_block("full", seeds, first_seed)
+    runs = seeded_runs(reproduction, full, block, device)
+    for config in runs.values():
+        initial_model(config, device)  # every run's task and model at full size, built once
     step_costs: dict[str, StepCost] = {}
     costs = []
     for (name, seed), config in runs.items():
@@ -124,7 +129,8 @@ def rehearse(reproduction: Reproduction, out_dir, *, seeds: int | None = None, f
         if shape not in step_costs:
             step_costs[shape] = step_cost(config, device)
         costs.append(RunCost(f"{name}/seed-{seed}", config.steps, step_costs[shape]))
-    short = {key: dataclasses.replace(config, steps=REHEARSAL_STEPS) for key, config in runs.items()}
+    short = {key: dataclasses.replace(config, steps=REHEARSAL_STEPS) for key, config in runs.items()
+             if key[1] == block.start}
     models, histories = trained_models(reproduction, full, "full", short, out_dir, device,
                                        executor=Executor("debug"), progress=progress)
     settings = fewer_prompts(full)

@@ -267,10 +267,10 @@ def test_the_gallery_page_keeps_each_check_in_one_table_row():
 
 def test_a_rehearsal_builds_the_full_runs_trains_a_few_steps_and_projects_their_cost(tmp_path):
     costs, checks = rehearse(TOY, tmp_path, device="cpu", seeds=2)
-    assert [cost.run for cost in costs] == ["lsa/seed-0", "lsa/seed-1"]
-    for seed in (0, 1):
-        run_dir = tmp_path / "runs" / "lsa" / f"seed-{seed}"
-        assert trained_steps(run_dir) == REHEARSAL_STEPS and load_config(run_dir).steps == REHEARSAL_STEPS
+    assert [cost.run for cost in costs] == ["lsa/seed-0", "lsa/seed-1"]  # costed over the block ...
+    run_dir = tmp_path / "runs" / "lsa" / "seed-0"
+    assert trained_steps(run_dir) == REHEARSAL_STEPS and load_config(run_dir).steps == REHEARSAL_STEPS
+    assert not (tmp_path / "runs" / "lsa" / "seed-1").exists()  # ... trained and measured on its first seed
     model = initial_model(toy_runs(TOY_SCALES["full"])["lsa"], torch.device("cpu"))
     cost = costs[0]
     assert cost.steps == 50 and cost.step.parameters == sum(p.numel() for p in model.parameters())
@@ -282,6 +282,7 @@ def test_a_rehearsal_builds_the_full_runs_trains_a_few_steps_and_projects_their_
     results = json.loads((tmp_path / "results.json").read_text())
     assert {row["quantity"] for row in results} == {"first_weight", "loss"}
     assert (tmp_path / "figure.png").stat().st_size > 0 and len(checks) == 3
+    assert all(len(check.per_seed) == 1 for check in checks if check.kind == "claim")
 
 
 def test_a_rehearsal_shrinks_the_held_out_prompts_only():

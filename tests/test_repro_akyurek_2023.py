@@ -66,7 +66,7 @@ def test_bayes_ridge_risk_matches_numpy_and_beats_ols_and_one_gd_step():
 
 def test_quick_mlp_probe_decodes_a_product_latent_that_a_linear_probe_cannot():
     generator = torch.Generator().manual_seed(0)
-    fit, held_out, width = SETTINGS.probe_fit, 2048, 64  # width: the quick probe GPT's hidden state
+    fit, held_out, width = SETTINGS.probe_fit_prompts, 2048, 64  # width: the quick probe GPT's hidden state
     states = torch.randn(fit + held_out, width, generator=generator, dtype=torch.float64)
     latent = ((states[:, 0] * states[:, 1] + states[:, 2] * states[:, 3]) / math.sqrt(2)).unsqueeze(1)
     predict = fit_mlp_probes(states[:fit], latent[:fit].unsqueeze(0), hidden=SETTINGS.mlp_probe_hidden,

@@ -67,6 +67,7 @@ def test_the_full_scale_is_rehearsed_with_each_runs_cost(tmp_path):
         assert f"    lsa/seed-{seed}: 242 parameters, peak memory" in result.output
     assert "10,000 steps" in result.output and "von-oswald-2023: rehearsed 6 checks on 3 runs; full scale: 3 runs" \
         in result.output
+    assert sorted(path.name for path in (tmp_path / "runs" / "lsa").iterdir()) == ["seed-0"]
     assert (tmp_path / "rehearsal.json").is_file() and (tmp_path / "figure.png").is_file()
 
 
