@@ -37,9 +37,9 @@ from .runner import Measurement, evaluate, models_by_name, seed_block, seeded_ru
 from .spec import Reproduction
 
 #: optimiser steps each rehearsed run takes (the full path: schedule, logging, checkpoint, the monitor)
-REHEARSAL_STEPS = 2
+REHEARSAL_STEPS = 1
 #: steps timed per distinct model size and batch shape, after one untimed step
-TIMED_STEPS = 2
+TIMED_STEPS = 1
 #: held-out prompts per stream in a rehearsal: enough to run every measure, not to judge it
 REHEARSAL_PROMPTS = 256
 #: one H200's dense bf16 tensor-core throughput (NVIDIA's datasheet: 989 TFLOP/s; 1979 is with sparsity)
@@ -125,7 +125,7 @@ def rehearse(reproduction: Reproduction, out_dir, *, seeds: int | None = None, f
     step_costs: dict[str, StepCost] = {}
     costs = []
     for (name, seed), config in runs.items():
-        shape = _shape(config)
+        shape = _shape(config, device)
         if shape not in step_costs:
             step_costs[shape] = step_cost(config, device)
         costs.append(RunCost(f"{name}/seed-{seed}", config.steps, step_costs[shape]))
@@ -149,9 +149,12 @@ def fewer_prompts(settings):
     return dataclasses.replace(settings, **counts)
 
 
-def _shape(config: TrainConfig) -> str:
-    """What a step's cost depends on: the task's sizes, the model, the batch and the positions in the loss."""
-    return json.dumps([config.task, config.task_params, config.model, config.model_params, config.batch_size,
+def _shape(config: TrainConfig, device: torch.device) -> str:
+    """What a step's cost depends on: the shapes of a late training batch (the task's sizes, whatever its other
+    parameters), the model, the batch and the positions in the loss."""
+    task = make_task(config.task, **config.task_params)
+    prompt = training_batch(task, config, config.steps - 1, device)
+    return json.dumps([list(prompt.xs.shape), list(prompt.ys.shape), config.model, config.model_params,
                        config.batch_shards, config.loss_on, config.optimizer, config.compile], sort_keys=True,
                       default=str)
 
