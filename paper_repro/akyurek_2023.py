@@ -184,7 +184,7 @@ class Settings:
     test_prompts: int
     probe_fit_prompts: int
     mlp_probe_hidden: int
-    mlp_probe_steps: int
+    mlp_probe_fit_steps: int
     mlp_probe_lr: float
     log_every: int
 
@@ -195,16 +195,16 @@ class Settings:
 SCALES = {
     "smoke": Settings(dim=4, exemplars=8, depths=(1, 2), noises=(0.0, 0.5), family="lsa", width=16, heads=2, steps=5,
                       batch_size=16, lr=1e-2, probe_depth=2, probe_steps=5, probe_batch_size=16, probe_lr=1e-3,
-                      init_std=0.1, test_prompts=64, probe_fit_prompts=64, mlp_probe_hidden=8, mlp_probe_steps=5,
+                      init_std=0.1, test_prompts=64, probe_fit_prompts=64, mlp_probe_hidden=8, mlp_probe_fit_steps=5,
                       mlp_probe_lr=1e-2, log_every=5),
     "quick": Settings(dim=4, exemplars=8, depths=(1, 2, 4), noises=(0.0, 0.5), family="lsa", width=64, heads=2,
                       steps=2000, batch_size=256, lr=3e-3, probe_depth=4, probe_steps=3000, probe_batch_size=64,
                       probe_lr=1e-3, init_std=0.1, test_prompts=2048, probe_fit_prompts=8192, mlp_probe_hidden=32,
-                      mlp_probe_steps=300, mlp_probe_lr=1e-2, log_every=100),
+                      mlp_probe_fit_steps=300, mlp_probe_lr=1e-2, log_every=100),
     "full": Settings(dim=8, exemplars=40, depths=(1, 2, 4, 8, 12), noises=(0.0, 0.5), family="gpt", width=512,
                      heads=8, steps=500_100, batch_size=64, lr=1e-4, probe_depth=12, probe_steps=500_100,
                      probe_batch_size=64, probe_lr=1e-4, init_std=0.02, test_prompts=4096, probe_fit_prompts=65_536,
-                     mlp_probe_hidden=512, mlp_probe_steps=2000, mlp_probe_lr=1e-3, log_every=1000),
+                     mlp_probe_hidden=512, mlp_probe_fit_steps=2000, mlp_probe_lr=1e-3, log_every=1000),
 }
 PROBE_RUN = "gpt-probe"
 
@@ -292,7 +292,7 @@ def measure(measurement) -> dict:
         for target in ("xty", "w"):
             records = probe_latent(model, settings.task(0.0), target, probes=tuple(PROBE_KINDS),
                                    num_fit=settings.probe_fit_prompts, num_prompts=settings.test_prompts,
-                                   mlp_hidden=settings.mlp_probe_hidden, mlp_steps=settings.mlp_probe_steps,
+                                   mlp_hidden=settings.mlp_probe_hidden, mlp_steps=settings.mlp_probe_fit_steps,
                                    mlp_lr=settings.mlp_probe_lr, seed=HELD_OUT_STREAMS["probe"],
                                    device=measurement.device)
             probes += [{"seed": seed, **record} for record in records]

@@ -3,7 +3,7 @@
 ``rehearse(reproduction, out_dir)`` builds every full-scale run of the seed block at its full size
 (validating its config, task and model), trains the first seed's runs a few steps through the path
 the full scale takes (a job of the sweep executor, here submitit's in-process ``debug`` one), and
-runs measure, checks and figure on those models with fewer held-out prompts.  For each distinct model size and batch shape
+runs measure, checks and figure on those models with fewer held-out prompts (and probe fitting steps).  For each distinct model size and batch shape
 it measures, on one optimisation step: the parameters, the peak memory (on CUDA the allocator's
 peak; on a CPU the weights, gradients and optimiser state plus the activations autograd saves), the
 seconds per step here, and the FLOPs (``torch.utils.flop_counter``: matrix products, forward and
@@ -40,8 +40,9 @@ from .spec import Reproduction
 REHEARSAL_STEPS = 1
 #: steps timed per distinct model size and batch shape, after one untimed step
 TIMED_STEPS = 1
-#: held-out prompts per stream in a rehearsal: enough to run every measure, not to judge it
-REHEARSAL_PROMPTS = 256
+#: held-out prompts per stream in a rehearsal, and steps of a measure's own fit (a probe's): enough to run every
+#: measure, not to judge it
+REHEARSAL_PROMPTS, REHEARSAL_FIT_STEPS = 256, 20
 #: one H200's dense bf16 tensor-core throughput (NVIDIA's datasheet: 989 TFLOP/s; 1979 is with sparsity)
 H200_BF16_FLOPS = 989e12
 #: the fraction of that peak a training run is assumed to sustain
@@ -140,12 +141,17 @@ def rehearse(reproduction: Reproduction, out_dir, *, seeds: int | None = None, f
     return costs, checks
 
 
+#: the settings a rehearsal shrinks, by the ending of their names, and the most each keeps
+SHRUNK = {"_prompts": REHEARSAL_PROMPTS, "_fit_steps": REHEARSAL_FIT_STEPS}
+
+
 def fewer_prompts(settings):
-    """``settings`` with each held-out prompt count (a field named ``*_prompts``) at most ``REHEARSAL_PROMPTS``."""
+    """``settings`` with each held-out prompt count (a field named ``*_prompts``) at most ``REHEARSAL_PROMPTS`` and
+    each measure's fitting steps (``*_fit_steps``) at most ``REHEARSAL_FIT_STEPS``; training settings unchanged."""
     if not dataclasses.is_dataclass(settings):
         return settings
-    counts = {field.name: min(getattr(settings, field.name), REHEARSAL_PROMPTS)
-              for field in dataclasses.fields(settings) if field.name.endswith("_prompts")}
+    counts = {field.name: min(getattr(settings, field.name), most) for field in dataclasses.fields(settings)
+              for ending, most in SHRUNK.items() if field.name.endswith(ending)}
     return dataclasses.replace(settings, **counts)
 
 

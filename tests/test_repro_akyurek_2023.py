@@ -70,7 +70,7 @@ def test_quick_mlp_probe_decodes_a_product_latent_that_a_linear_probe_cannot():
     states = torch.randn(fit + held_out, width, generator=generator, dtype=torch.float64)
     latent = ((states[:, 0] * states[:, 1] + states[:, 2] * states[:, 3]) / math.sqrt(2)).unsqueeze(1)
     predict = fit_mlp_probes(states[:fit], latent[:fit].unsqueeze(0), hidden=SETTINGS.mlp_probe_hidden,
-                             steps=SETTINGS.mlp_probe_steps, lr=SETTINGS.mlp_probe_lr, generator=generator)
+                             steps=SETTINGS.mlp_probe_fit_steps, lr=SETTINGS.mlp_probe_lr, generator=generator)
     assert r_squared(predict(states[fit:])[0], latent[fit:]) >= 0.8
     design = np.c_[states.numpy(), np.ones(fit + held_out)]
     coefficients = np.linalg.lstsq(design[:fit], latent[:fit].numpy(), rcond=None)[0]
