@@ -286,7 +286,7 @@ def test_a_rehearsal_builds_the_full_runs_trains_a_few_steps_and_projects_their_
 
 
 def test_a_rehearsal_shrinks_the_held_out_prompts_and_a_probes_fit_only():
-    assert fewer_prompts(TOY_SCALES["full"]) == ToySettings(50, 256)
+    assert fewer_prompts(TOY_SCALES["full"]) == ToySettings(50, 64)
     assert fewer_prompts(ToySettings(50, 10)) == ToySettings(50, 10)
 
     @dataclass(frozen=True)
@@ -295,7 +295,7 @@ def test_a_rehearsal_shrinks_the_held_out_prompts_and_a_probes_fit_only():
         probe_fit_prompts: int
         mlp_probe_fit_steps: int
 
-    assert fewer_prompts(Probing(500_000, 65_536, 2000)) == Probing(500_000, 256, 20)
+    assert fewer_prompts(Probing(500_000, 65_536, 2000)) == Probing(500_000, 64, 20)
 
 
 def test_a_run_costs_its_step_times_its_steps():
