@@ -175,16 +175,17 @@ def capacity_rows(measurement) -> list[dict]:
         rows += [{"run": run, "seed": 0, "test": "capacity chain", "slice": key, "quantity": "accuracy", "value": value}
                  for key, value in rounds_accuracy(prompt, rounds, 3).items() if key in ("inside", "beyond")]
         rows += _slice_rows(run, 0, "capacity chain", query_correct(ReachabilityRounds(rounds, 3), prompt),
-                            prompt, by_distance_only=True)
+                            prompt, by_distance_only=True, longest=3 ** rounds + 1)
     return rows
 
 
 def _slice_rows(run: str, seed: int, test: str, correct: torch.Tensor, prompt, hard: torch.Tensor | None = None,
-                by_distance_only: bool = False) -> list[dict]:
-    """Accuracy with its 95 % band on all queries, the hard slice, the disconnected pairs and each distance."""
+                by_distance_only: bool = False, longest: int = 0) -> list[dict]:
+    """Accuracy with its 95 % band on all queries, the hard slice, the disconnected pairs and each distance up to
+    ``longest`` (the task's) or the longest drawn: a distance no prompt drew has accuracy NaN, count 0."""
     distance = prompt.latent["distance"]
     masks = {} if by_distance_only else {"all": None, "hard": hard, "disconnected": distance < 0}
-    masks.update({f"distance {d}": distance == d for d in range(1, int(distance.max()) + 1)})
+    masks.update({f"distance {d}": distance == d for d in range(1, max(longest, int(distance.max())) + 1)})
     rows = []
     for name, mask in masks.items():
         band = accuracy_band(correct, mask)
@@ -206,7 +207,7 @@ def measure(measurement) -> dict:
             for seed, model in enumerate(models):
                 correct = query_correct(model, prompt)
                 answers[run, seed] = torch.where(correct > 0.5, label, ~label)  # its answer: right or the other one
-                rows += _slice_rows(run, seed, test, correct, prompt, hard)
+                rows += _slice_rows(run, seed, test, correct, prompt, hard, longest=task.path_length)
         heuristic = answers["degree heuristic", 0]
         cubing = answers[f"cubing, L = {LAYERS}", 0]
         for (run, seed), answer in answers.items():
