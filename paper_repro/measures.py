@@ -31,18 +31,11 @@ def query_squared_errors(predictor, prompt: Prompt, position: int = -1) -> torch
 
 
 
-def risk_check(quantity: str, expected: float, measured: float, standard_error: float, *, slack: float,
-               source: str) -> Check:
-    """A trained model's Monte Carlo risk against a closed form: within 3 s.e. plus ``slack`` (relative)."""
-    tolerance = RISK_SIGMAS * standard_error + slack * abs(expected)
-    return Check(quantity, expected, measured, tolerance, "close", standard_error, source)
-
-
 def risk_claim_check(claim: str, quantity: str, expected: float, per_seed, standard_errors, *, slack: float,
                      source: str) -> Check:
-    """Trained models' Monte Carlo risks, one per seed, against a closed form (claim ``claim``): the band of
-    :func:`risk_check` (3 s.e. of a seed's estimate, their mean over seeds, plus ``slack`` relative) around it,
-    which the interval of the seeds' mean must lie within."""
+    """Trained models' Monte Carlo risks, one per seed, against a closed form (claim ``claim``): a band of 3 s.e.
+    of a seed's estimate (their mean over seeds) plus ``slack`` (relative) around it, which the interval of the
+    seeds' mean must lie within."""
     errors = list(standard_errors)
     tolerance = RISK_SIGMAS * sum(errors) / len(errors) + slack * abs(expected)
     return claim_check(claim, quantity, expected, per_seed, relation="close", tolerance=tolerance, source=source)

@@ -82,6 +82,7 @@ class Reproduction:
     name: str
     paper: Paper
     summary: str
+    claims: Sequence[Claim]
     caption: str
     scales: Mapping[str, Any]
     runs: Callable[[Any], Mapping[str, TrainConfig]]
@@ -90,13 +91,14 @@ class Reproduction:
     figure: Callable[[dict, Any], Sequence[Panel]]
     quick_minutes: float
     monitor: Callable[[Any, Any], Callable] | None = None
-    claims: Sequence[Claim] = ()
 
     def __post_init__(self):
         missing = [scale for scale in SCALES if scale not in self.scales]
         if missing:
             raise ValueError(f"reproduction {self.name!r} must declare the scales {missing}")
         ids = [claim.id for claim in self.claims]
+        if not ids:
+            raise ValueError(f"reproduction {self.name!r} declares no claims")
         if len(set(ids)) != len(ids):
             raise ValueError(f"reproduction {self.name!r} must declare each claim id once (got {ids})")
 
