@@ -38,8 +38,9 @@ from .spec import Reproduction
 
 #: optimiser steps each rehearsed run takes (the full path: schedule, logging, checkpoint, the monitor)
 REHEARSAL_STEPS = 1
-#: steps timed per distinct model size and batch shape, after one untimed step
-TIMED_STEPS = 1
+#: a step that takes longer than this (seconds) is timed as its FLOPs are counted, the counting's overhead small
+#: beside its arithmetic; a quicker one is timed again without the counter
+COUNTED_TIMING_SECONDS = 1.0
 #: held-out prompts per stream in a rehearsal, and steps of a measure's own fit (a probe's): enough to run every
 #: measure, not to judge it
 REHEARSAL_PROMPTS, REHEARSAL_FIT_STEPS = 64, 20
@@ -167,30 +168,32 @@ def _shape(config: TrainConfig, device: torch.device) -> str:
 
 def step_cost(config: TrainConfig, device: torch.device) -> StepCost:
     """One optimisation step of ``config`` at its full size (its last steps' batches), measured on a fresh model:
-    parameters, peak memory, seconds (the mean of ``TIMED_STEPS`` steps after one untimed) and FLOPs."""
+    parameters, peak memory, seconds and FLOPs.  The seconds are those of the counted step when it is slow (over
+    ``COUNTED_TIMING_SECONDS``: one step of a large model is the rehearsal's main cost, and timing it again would
+    double it), else of one more step without the counter, whose overhead would dominate a small model's step."""
     task = make_task(config.task, **config.task_params)
     model = initial_model(config, device).train()
     optimizer = make_optimizer(model, config)
     scheduler = make_scheduler(optimizer, config)
 
-    def step(index: int) -> None:  # a late step: a curriculum's prompts at their full size
+    def timed_step(index: int) -> float:  # a late step: a curriculum's prompts at their full size
         late = config.steps - 1 - index
+        start = time.perf_counter()
         optimisation_step(model, optimizer, scheduler, training_batch(task, config, late, device), task, config,
                           late, device)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return time.perf_counter() - start
 
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     saved = SavedActivations(model)
     with FlopCounterMode(display=False) as counter, saved:
-        step(0)
+        seconds = timed_step(0)
     peak = (torch.cuda.max_memory_allocated(device) if device.type == "cuda"
             else _tensor_bytes([*model.parameters(), *_gradients(model), *_optimiser_tensors(optimizer)]) + saved.bytes)
-    start = time.perf_counter()
-    for index in range(1, 1 + TIMED_STEPS):
-        step(index)
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    seconds = (time.perf_counter() - start) / TIMED_STEPS
+    if seconds <= COUNTED_TIMING_SECONDS:
+        seconds = timed_step(1)
     return StepCost(sum(p.numel() for p in model.parameters()), int(peak), seconds, float(counter.get_total_flops()))
 
 
