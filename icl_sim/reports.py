@@ -37,7 +37,8 @@ PROBE_COPIES = 4
 
 def train_config(values: Mapping[str, Any] | None = None, *, task_params: Iterable[str] = (),
                  model_params: Iterable[str] = (), dim: int | None = None, points: int | None = None,
-                 layers: int | None = None, loops: int | None = None, loop_window: int | None = None) -> TrainConfig:
+                 layers: int | None = None, loops: int | None = None, loop_window: int | None = None,
+                 strict: bool = False) -> TrainConfig:
     """The TrainConfig of ``icl-sim train``: TrainConfig fields ``values``, then overrides, validated.
 
     Precedence, lowest first: TrainConfig's defaults, except ``loss_on``, which defaults to the
@@ -47,8 +48,10 @@ def train_config(values: Mapping[str, Any] | None = None, *, task_params: Iterab
     task's dimension parameter, whatever the family calls it, and its length), ``layers`` (the
     model's depth parameter) and ``loops``, ``loop_window`` (looped models only).  Two of these
     arguments that set the same parameter (``dim`` and ``task_params`` ``dim=...``; ``layers`` and
-    ``loops`` of a looped model) are an error, not a silent choice.  The task and model parameters
-    are checked here, before a run directory is made.
+    ``loops`` of a looped model) are an error, not a silent choice; ``strict``, ``values``' own
+    ``task_params`` and ``model_params`` count too (a sweep spec, where they and the shortcuts are
+    one file's, not a file's under a command line's).  The task and model parameters are checked
+    here, before a run directory is made.
     """
     values = typed_parameters(TrainConfig, values or {})
     defaults = TrainConfig()
@@ -63,6 +66,7 @@ def train_config(values: Mapping[str, Any] | None = None, *, task_params: Iterab
              "model": parse_parameters(model_class.Config, model_params)}
     merged = {"task": {**typed_parameters(task_class, values.get("task_params", {})), **given["task"]},
               "model": {**typed_parameters(model_class.Config, values.get("model_params", {})), **given["model"]}}
+    explicit = {kind: dict(merged[kind]) for kind in merged} if strict else given
     shortcuts = [("dim", "task", task_class.dim_parameter, dim), ("points", "task", "points", points),
                  ("layers", "model", model_class.depth_parameter, layers)]
     model_parameters = {name for name, *_ in parameter_table(model_class.Config)}
@@ -74,8 +78,8 @@ def train_config(values: Mapping[str, Any] | None = None, *, task_params: Iterab
     for shortcut, kind, name, value in shortcuts:
         if value is None:
             continue
-        if name in given[kind] or (kind, name) in set_by:
-            other = set_by.get((kind, name), f"{kind}_params {name}={given[kind].get(name)}")
+        if name in explicit[kind] or (kind, name) in set_by:
+            other = set_by.get((kind, name), f"{kind}_params {name}={explicit[kind].get(name)}")
             raise ValueError(f"{shortcut}={value} and {other} both set the {kind} parameter {name!r}; give it once")
         set_by[kind, name] = f"{shortcut}={value}"
         merged[kind][name] = value

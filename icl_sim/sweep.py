@@ -25,12 +25,12 @@ from typing import Any, Callable, Mapping
 
 import submitit
 import torch
-import yaml
 
 from icl_sim.atomic import write_text
 from icl_sim.config import TrainConfig
 from icl_sim.evaluation import write_table
 from icl_sim.failures import RunFailed
+from icl_sim.mapping_files import read_settings_file
 from icl_sim.models import InContextModel
 from icl_sim.plots import Curve, Panel, draw_figure
 from icl_sim.reports import train_config
@@ -81,25 +81,22 @@ class Executor:
 
 
 def read_spec(path) -> dict[str, Any]:
-    """The ``base`` and ``grid`` of a YAML or JSON sweep spec, checked for shape."""
-    path = Path(path)
-    if path.suffix.lower() not in (".yaml", ".yml", ".json"):
-        raise ValueError(f"sweep spec must end in .yaml, .yml or .json; got {str(path)!r}")
-    parse = json.loads if path.suffix.lower() == ".json" else yaml.safe_load
-    try:
-        spec = parse(path.read_text())
-    except OSError as error:
-        raise ValueError(f"cannot read sweep spec {str(path)!r}: {error.strerror}") from None
-    except (yaml.YAMLError, json.JSONDecodeError) as error:
-        raise ValueError(f"cannot parse sweep spec {str(path)!r}: {' '.join(str(error).split())}") from None
+    """The ``base`` and ``grid`` of a YAML or JSON sweep spec, checked for shape: a key given twice or a value
+    listed twice in one grid entry is an error (either would run other runs than the spec seems to ask for)."""
+    spec = read_settings_file(path, "sweep spec", (".yaml", ".yml", ".json"))
+    where = f"sweep spec {str(path)!r}"
     if not isinstance(spec, Mapping) or set(spec) - {"base", "grid"}:
-        raise ValueError(f"sweep spec {str(path)!r} must be a mapping with the keys base and grid")
+        raise ValueError(f"{where} must be a mapping with the keys base and grid")
     base, grid = spec.get("base") or {}, spec.get("grid") or {}
     if not isinstance(base, Mapping) or not isinstance(grid, Mapping):
-        raise ValueError(f"sweep spec {str(path)!r}: base and grid must be mappings")
+        raise ValueError(f"{where}: base and grid must be mappings")
     for key, values in grid.items():
         if not isinstance(values, list) or not values:
-            raise ValueError(f"sweep spec {str(path)!r}: grid {key!r} must be a non-empty list of values")
+            raise ValueError(f"{where}: grid {key!r} must be a non-empty list of values")
+        listed = [json.dumps(value, sort_keys=True) for value in values]
+        repeated = next((value for value, text in zip(values, listed) if listed.count(text) > 1), None)
+        if repeated is not None:
+            raise ValueError(f"{where}: grid {key!r} lists {repeated!r} twice")
     return {"base": dict(base), "grid": dict(grid)}
 
 
@@ -115,7 +112,7 @@ def expand_grid(spec: Mapping[str, Any]) -> list[tuple[dict[str, Any], TrainConf
 
 def resolved_config(base: dict[str, Any], swept: Mapping[str, Any]) -> TrainConfig:
     """``base`` with the ``swept`` values set (``task_params.KEY`` / ``model_params.KEY`` key by key), as
-    ``icl-sim train`` resolves it."""
+    ``icl-sim train`` resolves it; a parameter set twice (``dim`` and ``task_params.dim``) is an error, as there."""
     values = {**base, **{key: value for key, value in swept.items() if "." not in key}}
     for key, value in swept.items():
         if "." in key:
@@ -123,7 +120,7 @@ def resolved_config(base: dict[str, Any], swept: Mapping[str, Any]) -> TrainConf
             check_choice("grid key prefix", group, ("task_params", "model_params"))
             values[group] = {**values.get(group, {}), name: value}
     shortcuts = {name: values.pop(name) for name in SHORTCUTS if name in values}
-    return train_config(values, **shortcuts)
+    return train_config(values, **shortcuts, strict=True)
 
 
 def run_id(config: TrainConfig) -> str:
@@ -176,6 +173,7 @@ def run_sweep(spec: Mapping[str, Any], root, executor: Executor = Executor(), *,
     jobs, and write the summary; returns :func:`sweep_status`'s rows.  Raises SweepFailed if a job failed."""
     root = Path(root)
     expanded = expand_grid(spec)
+    _refuse_another_sweep(root, spec)
     runs = {run_id(config): (config, root / RUNS_FOLDER / run_id(config)) for _, config in expanded}
     write_text(root / SPEC_FILE, json.dumps({"spec": spec, "runs": [{"id": run_id(config), "values": values}
                                                                      for values, config in expanded]}, indent=2) + "\n")
@@ -185,6 +183,15 @@ def run_sweep(spec: Mapping[str, Any], root, executor: Executor = Executor(), *,
         rows = sweep_status(root)
         write_summary(root, rows)
     return rows
+
+
+def _refuse_another_sweep(root: Path, spec: Mapping[str, Any]) -> None:
+    """A sweep directory holds one spec: a rerun resumes it, another spec would replace its record (and drop its
+    runs from ``sweep status``), so it is refused."""
+    recorded = read_json(root / SPEC_FILE).get("spec")
+    if recorded is not None and json.dumps(recorded, sort_keys=True) != json.dumps(spec, sort_keys=True):
+        raise ValueError(f"{str(root)!r} holds another sweep (its {SPEC_FILE} records a different spec); "
+                         f"give a new --out for this one")
 
 
 def sweep_status(root) -> list[dict]:

@@ -21,7 +21,7 @@ def test_smoke_scale_reports_claims_apart_from_sanity_and_exits_0(tmp_path):
     result = invoke("repro", "run", "von-oswald-2023", "--scale", "smoke", "--seeds", "2", "--first-seed", "3",
                     "--out", str(out), "--device", "cpu", "--no-progress")
     assert result.exit_code == 0, result.output
-    assert "von-oswald-2023: claims: 0 held, 3 failed, 0 deferred (of 3); sanity: 0 of 0" in result.output
+    assert "von-oswald-2023: claims: 0 held, 3 failed, 0 deferred (of 3); sanity: 1 of 1" in result.output
     assert "smoke scale tests the pipeline only" in result.output
     assert sorted(path.name for path in (out / "runs" / "lsa").iterdir()) == ["seed-3", "seed-4"]
     assert all(len(row["per_seed"]) == 2 for row in json.loads((out / "checks.json").read_text()))
@@ -65,7 +65,7 @@ def test_the_full_scale_is_rehearsed_with_each_runs_cost(tmp_path):
     assert result.exit_code == 0, result.output
     for seed in range(3):
         assert f"    lsa/seed-{seed}: 242 parameters, peak memory" in result.output
-    assert "10,000 steps" in result.output and "von-oswald-2023: rehearsed 6 checks on 3 runs; full scale: 3 runs" \
+    assert "5,000 steps" in result.output and "von-oswald-2023: rehearsed 10 checks on 3 runs; full scale: 3 runs" \
         in result.output
     assert sorted(path.name for path in (tmp_path / "runs" / "lsa").iterdir()) == ["seed-0"]
     assert (tmp_path / "rehearsal.json").is_file() and (tmp_path / "figure.png").is_file()
@@ -76,6 +76,9 @@ def test_the_full_scale_is_rehearsed_with_each_runs_cost(tmp_path):
     (["--scale", "full", "--rehearse", "--control", "untrained"], "--rehearse rehearses the full scale"),
     (["--control", "shuffled"], "'shuffled' is not 'untrained'"),
     (["--first-seed", "-1"], "--first-seed"),
+    (["--scale", "smoke", "--executor", "slurm"], "--executor applies to --scale full only: at --scale smoke"),
+    (["--gpus", "2"], "--gpus applies to --scale full only: at --scale quick"),
+    (["--scale", "full", "--rehearse", "--executor", "local"], "--executor applies to --scale full only: in a rehe"),
 ])
 def test_bad_evidence_options_are_one_line_errors(tmp_path, args, message):
     result = invoke("repro", "run", "von-oswald-2023", *args, "--out", str(tmp_path / "x"))

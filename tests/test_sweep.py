@@ -155,3 +155,42 @@ def test_lazy_help_is_the_commands_own():
     for name, lazy in cli_module.SWEEP_COMMANDS.items():
         command = lazy.load()
         assert command.name == name and lazy.help == command.get_short_help_str(limit=1000)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("grid: {lr: [0.1]}\ngrid: {lr: [0.2]}", "key 'grid' is given twice"),
+    ("base: {steps: 3, steps: 4}", "key 'steps' is given twice"),
+    ("grid: {lr: [0.1, 0.2, 0.1]}", "grid 'lr' lists 0.1 twice"),
+])
+def test_a_key_or_a_grid_value_given_twice_is_refused(tmp_path, text, message):
+    (tmp_path / "spec.yaml").write_text(text)
+    with pytest.raises(ValueError, match=message):
+        read_spec(tmp_path / "spec.yaml")
+    (tmp_path / "spec.json").write_text('{"base": {"lr": 0.1, "lr": 0.2}}')
+    with pytest.raises(ValueError, match="key 'lr' is given twice"):
+        read_spec(tmp_path / "spec.json")
+
+
+def test_a_binary_spec_is_one_line_naming_it(tmp_path):
+    (tmp_path / "spec.yaml").write_bytes(bytes(range(256)))
+    with pytest.raises(ValueError, match="spec.yaml' is not UTF-8 text"):
+        read_spec(tmp_path / "spec.yaml")
+
+
+@pytest.mark.parametrize("base, grid", [
+    ({**BASE, "task_params": {"dim": 4}}, {"lr": [0.1]}),
+    ({**BASE, "steps": 5}, {"task_params.dim": [3, 4]}),
+])
+def test_a_parameter_set_twice_in_a_spec_is_refused(base, grid):
+    with pytest.raises(ValueError, match="both set the task parameter 'dim'"):
+        expand_grid({"base": base, "grid": grid})
+
+
+def test_a_sweep_directory_refuses_another_spec_and_keeps_its_record(tmp_path):
+    first = {"base": {**BASE, "steps": 2}, "grid": {"seed": [0]}}
+    run_sweep(first, tmp_path, Executor("debug"))
+    recorded = (tmp_path / "sweep.json").read_text()
+    with pytest.raises(ValueError, match="holds another sweep"):
+        run_sweep({**first, "grid": {"seed": [1]}}, tmp_path, Executor("debug"))
+    assert (tmp_path / "sweep.json").read_text() == recorded
+    assert [row["state"] for row in run_sweep(first, tmp_path, Executor("debug"))] == ["done"]

@@ -59,6 +59,8 @@ def repro_run(name, run_all, scale, seeds, first_seed, control, rehearse, out_di
         raise click.UsageError("give a reproduction NAME or --all (see `icl-sim repro list`)")
     if rehearse and (scale != "full" or control):
         raise click.UsageError("--rehearse rehearses the full scale: give it with --scale full and no --control")
+    if scale != "full" or rehearse:
+        _refuse_executor_options(scale)
     if name is not None:
         check_choice("name", name, list(REPRODUCTIONS))
     names = list(REPRODUCTIONS) if run_all else [name]
@@ -81,6 +83,16 @@ def repro_run(name, run_all, scale, seeds, first_seed, control, rehearse, out_di
         click.echo(total_line("all reproductions at full scale", totals))
     if failures:
         sys.exit(1)
+
+
+def _refuse_executor_options(scale: str) -> None:
+    """Below the full scale (and in its rehearsal) runs train in this process: an executor option would be ignored."""
+    ctx = click.get_current_context()
+    given = [param.opts[0] for param in ctx.command.params if param.name in ("kind", "partition", "timeout_min", "gpus")
+             and ctx.get_parameter_source(param.name) is not click.core.ParameterSource.DEFAULT]
+    if given:
+        where = "in a rehearsal" if scale == "full" else f"at --scale {scale}"
+        raise click.UsageError(f"{given[0]} applies to --scale full only: {where} the runs train in this process")
 
 
 def _run(reproduction, *, scale, target, seeds, first_seed, device, progress, executor, **_) -> tuple[bool, list]:
