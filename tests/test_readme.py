@@ -1,0 +1,30 @@
+"""The README's Python example runs as written, on the directory its quickstart command makes."""
+import re
+from pathlib import Path
+
+import pytest
+
+from icl_sim.paper_repro import von_oswald_2023
+from icl_sim.paper_repro import run_reproduction
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def python_example() -> str:
+    """The README's first Python code block."""
+    return re.search(r"```python\n(.*?)```", README.read_text(), re.DOTALL).group(1)
+
+
+def test_the_quickstart_writes_the_run_the_python_example_loads(tmp_path, monkeypatch):
+    quickstart = re.search(r"icl-sim repro run (\S+) --scale quick --out (\S+)", README.read_text())
+    name, out = quickstart.groups()
+    monkeypatch.chdir(tmp_path)
+    run_reproduction(name, "smoke", out, seeds=1, device="cpu", progress=False)
+    namespace: dict = {}
+    exec(compile(python_example(), "README.md", "exec"), namespace)
+    assert namespace["preds"].shape == namespace["gd"].shape == (64, 11)
+
+
+def test_the_python_examples_step_size_is_the_tasks_best_one_step():
+    written = float(re.search(r"GD\(steps=1, lr=([0-9.]+)\)", python_example()).group(1))
+    assert written == pytest.approx(von_oswald_2023.best_gd_step_size(), abs=0.005)
