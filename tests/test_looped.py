@@ -72,6 +72,35 @@ def test_shapes_and_one_prediction_per_loop(block, n):
     assert [p.shape for p in last] == [(2,), (2,)]
 
 
+def test_layer_features_are_the_states_each_loop_reads_its_prediction_from():
+    xs, ys = prompt()
+    transformer = looped()
+    features = transformer.layer_features(xs, ys)
+    assert [f.shape for f in features] == [(2, POINTS, 16)] * 4
+    for state, prediction in zip(features, transformer.layer_predictions(xs, ys)):
+        torch.testing.assert_close(transformer.head.read(state), prediction)
+    torch.manual_seed(0)
+    lsa = build_model("looped-lsa-ln", DIM, POINTS, loops=3, init_scale=0.3)
+    features = lsa.layer_features(xs, ys)
+    assert [f.shape for f in features] == [(2, POINTS, DIM + 1)] * 3
+    for state, prediction in zip(features, lsa.layer_predictions(xs, ys)):
+        torch.testing.assert_close(state[..., DIM], prediction)
+        torch.testing.assert_close(state.norm(dim=-1), torch.ones(2, POINTS))  # normalised every loop
+
+
+def test_probe_latent_reads_a_looped_lsa_ln_run(tmp_path):
+    runner = CliRunner()
+    run = tmp_path / "run"
+    trained = runner.invoke(cli, ["--threads", "1", "train", "--task", "linear-regression", "--model", "looped-lsa-ln",
+                                  "--dim", str(DIM), "--points", str(POINTS), "--loops", "2", "--steps", "3",
+                                  "--batch-size", "8", "--device", "cpu", "--out", str(run)])
+    assert trained.exit_code == 0, trained.output
+    probed = runner.invoke(cli, ["--threads", "1", "probe-latent", str(run), "--latent", "w", "--device", "cpu"])
+    assert probed.exit_code == 0, probed.output
+    rows = json.loads((run / "probe" / "latent-w.json").read_text())
+    assert sorted({row["layer"] for row in rows}) == [1, 2]
+
+
 def test_vector_targets_shapes():
     torch.manual_seed(0)
     model = build_model("looped", DIM, POINTS, 2, n_embd=16, n_head=2, loops=3, loop_window=1)

@@ -95,9 +95,14 @@ class LoopedModel(InContextModel, abc.ABC):
     def _read(self, state, context, last_only: bool) -> torch.Tensor:
         """Predictions (B, N[, k]), or (B[, k]) at the final position if ``last_only``."""
 
+    @abc.abstractmethod
+    def _features(self, state, context) -> torch.Tensor:
+        """The state at every query: (B, N, width)."""
+
     def run_loops(self, xs: torch.Tensor, ys: torch.Tensor, loops: int, *, read: int | None = None,
-                  grad: int | None = None, last_only: bool = False) -> list[torch.Tensor]:
-        """Read-outs after each of the last ``read`` (default all) of ``loops`` loops.
+                  grad: int | None = None, last_only: bool = False, features: bool = False) -> list[torch.Tensor]:
+        """Read-outs (``features``: the states at the queries) after each of the last ``read`` (default all) of
+        ``loops`` loops.
 
         Only the last ``grad`` loops (default all) are recorded by autograd; the others run
         under ``torch.no_grad``, so the graph, and the memory it holds, is O(grad).
@@ -111,12 +116,17 @@ class LoopedModel(InContextModel, abc.ABC):
             with torch.set_grad_enabled(torch.is_grad_enabled() and index >= loops - grad):
                 state = self._loop(state, context)
                 if index >= loops - read:
-                    outputs.append(self._read(state, context, last_only))
+                    outputs.append(self._features(state, context) if features else self._read(state, context,
+                                                                                               last_only))
         return outputs
 
     def layer_predictions(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
         """One prediction per loop for the trained b = ``config.loops`` loops."""
         return self.run_loops(xs, ys, self.config.loops)
+
+    def layer_features(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
+        """The state at every query after each of the trained b loops: (B, N, width) per loop."""
+        return self.run_loops(xs, ys, self.config.loops, features=True)
 
     def forward(self, xs: torch.Tensor, ys: torch.Tensor, loops: int | None = None) -> torch.Tensor:
         """Predictions after ``loops`` loops (default the trained b), differentiable through all of them."""
@@ -214,6 +224,9 @@ class LoopedTransformer(LoopedModel):
     def _read(self, state, embedded, last_only):
         return self.head(state, last_only)
 
+    def _features(self, state, embedded):
+        return state[:, ::2]  # the x tokens, where the head reads
+
 
 # --------------------------------------------------------------------------- looped-lsa-ln (Wu et al.)
 
@@ -278,6 +291,9 @@ class LoopedLSA(LoopedModel):
         if self.config.layer_norm:
             query = query / torch.linalg.vector_norm(query, dim=-1, keepdim=True).clamp(min=1e-12)
         return query
+
+    def _features(self, query, gamma):
+        return query  # z at every position: (x slots, label slots)
 
     def _read(self, query, gamma, last_only):
         labels = query[..., self.dim:]
