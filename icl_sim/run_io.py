@@ -23,6 +23,7 @@ from icl_sim.tasks import TASKS, make_task
 from icl_sim.validation import check_choice
 
 CONFIG_FILE = "config.json"
+CONFIG_CHECKSUM_FILE = "config.json.sha256"
 CHECKPOINT_FILE = "checkpoint.pt"
 CHECKSUM_FILE = "checkpoint.pt.sha256"
 METRICS_FILE = "metrics.jsonl"
@@ -33,7 +34,17 @@ CHECKPOINT_ENTRIES = {"step": int, "model": dict, "optimizer": dict, "scheduler"
 
 
 def save_config(run_dir, config: TrainConfig) -> None:
-    write_text(Path(run_dir) / CONFIG_FILE, config.to_json() + "\n")
+    """Atomically write ``config.json`` and record its sha256, so that a hand edit is noticed when it is read back.
+
+    As for the checkpoint, the checksum file lists the new file's digest and the one of the file it replaces, and
+    is written first: wherever a process is killed, the ``config.json`` it leaves has a listed digest.
+    """
+    run_dir = Path(run_dir)
+    text = config.to_json() + "\n"
+    replaced = _recorded_digests(run_dir, CONFIG_CHECKSUM_FILE)[:1]
+    new = hashlib.sha256(text.encode()).hexdigest()
+    write_text(run_dir / CONFIG_CHECKSUM_FILE, "".join(f"{digest}\n" for digest in [new, *replaced]))
+    write_text(run_dir / CONFIG_FILE, text)
 
 
 def load_config(run_dir) -> TrainConfig:
@@ -63,6 +74,11 @@ def load_config(run_dir) -> TrainConfig:
         MODELS[config.model].Config(**typed_parameters(MODELS[config.model].Config, config.model_params))
     except (TypeError, ValueError) as error:
         raise ValueError(f"{path}: {error}") from None
+    recorded = _recorded_digests(run_dir, CONFIG_CHECKSUM_FILE)
+    if recorded and _sha256(path) not in recorded:  # runs saved before the checksum have none
+        raise ValueError(f"{path} was edited after the run wrote it (its sha256 is not the one recorded in "
+                         f"{CONFIG_CHECKSUM_FILE}): its model and data would no longer be the checkpoint's; restore "
+                         f"it as it was, or train a new run in a new --out")
     return config
 
 
@@ -119,6 +135,9 @@ def load_model_state(model: InContextModel, state: dict, run_dir) -> None:
         if found != wanted:
             raise ValueError(f"{Path(run_dir) / CHECKPOINT_FILE} does not fit {CONFIG_FILE}: weight {name!r} is "
                              f"{found} in the checkpoint, {wanted} by the config; restore the config")
+        if state[name].is_floating_point() and not bool(torch.isfinite(state[name]).all()):
+            raise ValueError(f"{Path(run_dir) / CHECKPOINT_FILE}: weight {name!r} holds NaN or infinite values, "
+                             f"which training never saves (the file was altered); retrain in a new --out")
     model.load_state_dict(state)
 
 
@@ -172,8 +191,8 @@ def _metric_lines(run_dir) -> list[tuple[str, dict]]:
     return records
 
 
-def _recorded_digests(run_dir) -> list[str]:
-    path = Path(run_dir) / CHECKSUM_FILE
+def _recorded_digests(run_dir, name: str = CHECKSUM_FILE) -> list[str]:
+    path = Path(run_dir) / name
     return path.read_text(errors="replace").split() if path.is_file() else []
 
 

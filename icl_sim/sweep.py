@@ -44,8 +44,9 @@ from icl_sim.validation import check_choice
 EXECUTORS = ("local", "slurm", "debug")
 #: ``icl-sim train``'s shortcuts for a task or model parameter, allowed in a spec beside TrainConfig's fields
 SHORTCUTS = ("dim", "points", "layers", "loops", "loop_window")
-#: what a run of a sweep can be: trained, training now (or queued), stopped before its end, never started
-STATES = ("done", "running", "failed", "pending")
+#: what a run of a sweep can be: trained, training now (or queued), stopped before its end, never started, or with
+#: a run file that does not read back (edited, truncated)
+STATES = ("done", "running", "failed", "pending", "damaged")
 SPEC_FILE, JOBS_FILE, RUNS_FOLDER, JOBS_FOLDER = "sweep.json", "jobs.json", "runs", "jobs"
 
 
@@ -195,7 +196,8 @@ def _refuse_another_sweep(root: Path, spec: Mapping[str, Any]) -> None:
 
 
 def sweep_status(root) -> list[dict]:
-    """One row per run of the sweep in ``root``: its id, swept values, state (STATES), steps and final loss."""
+    """One row per run of the sweep in ``root``: its id, swept values, state (STATES), steps, final loss and, for a
+    damaged run, the problem with its files (one damaged run does not hide the others)."""
     root = Path(root)
     if not (root / SPEC_FILE).is_file():
         raise ValueError(f"{str(root)!r} holds no sweep (no {SPEC_FILE}); run `icl-sim sweep run SPEC --out ROOT`")
@@ -203,12 +205,21 @@ def sweep_status(root) -> list[dict]:
     rows = []
     for run in read_json(root / SPEC_FILE)["runs"]:
         run_dir = root / RUNS_FOLDER / run["id"]
-        steps = trained_steps(run_dir)
-        config = load_config(run_dir) if (run_dir / CONFIG_FILE).is_file() else None
-        metrics = read_metrics(run_dir)
+        try:
+            steps = trained_steps(run_dir)
+            config = load_config(run_dir) if (run_dir / CONFIG_FILE).is_file() else None
+            metrics = read_metrics(run_dir)
+        except ValueError as error:
+            rows.append({"run": run["id"], **run["values"], "state": "damaged", "steps": None, "final_loss": None,
+                         "problem": str(error)})
+            continue
         state = _state(config, steps, jobs.get(run["id"]), root / JOBS_FOLDER)
-        rows.append({"run": run["id"], **run["values"], "state": state,
-                     "steps": steps, "final_loss": metrics[-1]["loss"] if metrics else None})
+        if state == "done" and not metrics:
+            state, problem = "damaged", f"{run_dir / 'metrics.jsonl'} holds no record of the trained run"
+        else:
+            problem = None
+        rows.append({"run": run["id"], **run["values"], "state": state, "steps": steps,
+                     "final_loss": metrics[-1]["loss"] if metrics else None, "problem": problem})
     return rows
 
 

@@ -17,7 +17,7 @@ from test_training import tiny_config
 
 from icl_sim import atomic
 from icl_sim.config import ADDED_FIELDS, TrainConfig
-from icl_sim.run_io import (CHECKPOINT_FILE, CHECKSUM_FILE, CONFIG_FILE, METRICS_FILE, load_checkpoint, load_config,
+from icl_sim.run_io import (CHECKPOINT_FILE, CHECKSUM_FILE, CONFIG_CHECKSUM_FILE, CONFIG_FILE, METRICS_FILE, load_checkpoint, load_config,
                             load_run, read_metrics, save_checkpoint)
 from icl_sim.sweep import run_id
 from icl_sim.training import train
@@ -53,10 +53,12 @@ def one_line_error(call, *names) -> str:
 
 
 def edit_config(run_dir, **changes):
+    """Change ``config.json`` by hand, as its checksum records it: the edit is a valid file's, or not a config."""
     path = run_dir / CONFIG_FILE
     data = json.loads(path.read_text())
     data.update(changes)
     path.write_text(json.dumps({key: value for key, value in data.items() if value is not DELETE}))
+    (run_dir / CONFIG_CHECKSUM_FILE).write_text(hashlib.sha256(path.read_bytes()).hexdigest() + "\n")
 
 
 DELETE = object()
@@ -91,6 +93,24 @@ def test_a_hand_edited_config_names_config_json_and_the_key(run, changes, names)
     for call in (lambda: load_config(run), lambda: load_run(run),
                  lambda: train(config(20), run, resume=True, progress=False)):
         one_line_error(call, CONFIG_FILE, *names)
+
+
+@pytest.mark.parametrize("changes", [{"task_params": {"dim": 3, "points": 50}}, {"steps": 5}])
+def test_an_edit_the_checksum_does_not_record_is_refused(run, changes):
+    path = run / CONFIG_FILE
+    path.write_text(json.dumps({**json.loads(path.read_text()), **changes}))
+    for call in (lambda: load_config(run), lambda: load_run(run),
+                 lambda: train(config(20), run, resume=True, progress=False)):
+        one_line_error(call, str(path), "was edited", CONFIG_CHECKSUM_FILE)
+
+
+def test_a_checkpoint_with_non_finite_weights_is_refused(run):
+    state = torch.load(run / CHECKPOINT_FILE, weights_only=True)
+    name = next(iter(state["model"]))
+    state["model"][name] = torch.full_like(state["model"][name], float("nan"))
+    torch.save(state, run / CHECKPOINT_FILE)
+    record_checksum(run)
+    one_line_error(lambda: load_run(run), CHECKPOINT_FILE, name, "NaN")
 
 
 @pytest.mark.parametrize("text", ["", "{", "[1, 2]", "\xff\xfe"])

@@ -194,3 +194,16 @@ def test_a_sweep_directory_refuses_another_spec_and_keeps_its_record(tmp_path):
         run_sweep({**first, "grid": {"seed": [1]}}, tmp_path, Executor("debug"))
     assert (tmp_path / "sweep.json").read_text() == recorded
     assert [row["state"] for row in run_sweep(first, tmp_path, Executor("debug"))] == ["done"]
+
+
+def test_a_damaged_run_is_reported_as_such_and_hides_no_other(tmp_path):
+    spec = {"base": {**BASE, "steps": 2, "log_every": 1}, "grid": {"seed": [0, 1, 2]}}
+    run_sweep(spec, tmp_path, Executor("debug"))
+    empty, garbage, intact = [tmp_path / "runs" / row["run"] for row in sweep_status(tmp_path)]
+    (empty / "checkpoint.pt").write_bytes(b"")
+    (garbage / "metrics.jsonl").write_text("garbage\n")
+    rows = sweep_status(tmp_path)
+    assert [row["state"] for row in rows] == ["damaged", "damaged", "done"]
+    assert "checkpoint.pt is corrupt" in rows[0]["problem"] and "holds no record" in rows[1]["problem"]
+    result = invoke("sweep", "status", str(tmp_path))
+    assert result.exit_code == 0 and "1 done, 0 running, 0 failed, 0 pending, 2 damaged" in result.output

@@ -57,8 +57,10 @@ def sweep_status_command(root):
     rows = sweep_status(root)
     for row in rows:
         values = ", ".join(f"{key}={value}" for key, value in row.items()
-                           if key not in ("run", "state", "steps", "final_loss"))
+                           if key not in ("run", "state", "steps", "final_loss", "problem"))
         loss = "" if row["final_loss"] is None else f"  loss {row['final_loss']:.4g}"
-        click.echo(f"{row['run']}  {row['state']:<8} {row['steps']:>7} steps{loss}  {values}")
+        steps = "" if row["steps"] is None else f"{row['steps']:>7} steps"
+        problem = f"  ({row['problem']})" if row["problem"] else ""
+        click.echo(f"{row['run']}  {row['state']:<8} {steps}{loss}  {values}{problem}")
     counts = [f"{sum(row['state'] == state for row in rows)} {state}" for state in STATES]
     click.echo(", ".join(counts))
