@@ -75,9 +75,13 @@ def train_config(values: Mapping[str, Any] | None = None, *, task_params: Iterab
             raise ValueError(f"{name} applies to looped models only, not to {model!r}")
         shortcuts.append((name, "model", name, value))
     set_by: dict[tuple[str, str], str] = {}  # (task or model, parameter) -> the shortcut that set it
+    task_parameters = {name for name, *_ in parameter_table(task_class)}
     for shortcut, kind, name, value in shortcuts:
         if value is None:
             continue
+        if kind == "task" and name not in task_parameters:
+            raise ValueError(f"{shortcut} does not apply to task {task!r}, which has no parameter {name!r} (its "
+                             f"parameters: {', '.join(sorted(task_parameters))})")
         if name in explicit[kind] or (kind, name) in set_by:
             other = set_by.get((kind, name), f"{kind}_params {name}={explicit[kind].get(name)}")
             raise ValueError(f"{shortcut}={value} and {other} both set the {kind} parameter {name!r}; give it once")
@@ -194,13 +198,17 @@ def compare_weights_run(run_dir, lr: float = 1.0, preconditioner: str = "identit
     """
     check_float("lr", lr, 0.0, strict=True)
     check_choice("preconditioner", preconditioner, PRECONDITIONERS)
-    config, model = load_config(run_dir), load_run(run_dir, "cpu")
+    config = load_config(run_dir)
+    task = make_task(config.task, **config.task_params)
+    if "gd" not in task.probe_algorithms:  # as probe refuses it: the construction is GD's on this task's prompts
+        raise ValueError(f"compare-weights compares with the GD construction, which task {config.task!r} has no "
+                         f"algorithm for (its probe algorithms: {', '.join(task.probe_algorithms) or 'none'})")
+    model = load_run(run_dir, "cpu")
     layers = len(effective_layer_maps(model))
     if model.target_dim != 1:
         raise ValueError(f"compare-weights needs scalar labels (the GD construction); target_dim={model.target_dim}")
     matrix = None
     if preconditioner == "optimal":
-        task = make_task(config.task, **config.task_params)
         prompt = task.sample(4096, make_generator(config.seed, "eval", 0), dtype=torch.float64)
         if "covariance" not in prompt.latent:
             raise ValueError(f"preconditioner 'optimal' needs a task with a covariance, not {config.task!r}")

@@ -116,9 +116,14 @@ def load_checkpoint(run_dir, device="cpu") -> dict:
                          f"(not an icl-sim checkpoint?)") from None
     except Exception as error:  # torch.load can fail in many ways on a file it did not write
         raise ValueError(f"cannot read {path}: {type(error).__name__}: {_first_line(error)}") from None
+    if not isinstance(state, dict):
+        raise ValueError(f"{path} is not an icl-sim checkpoint: it holds a {type(state).__name__}, not a dict")
     for key, kind in CHECKPOINT_ENTRIES.items():
-        if not isinstance(state, dict) or not isinstance(state.get(key), kind):
+        if key not in state:
             raise ValueError(f"{path} is not an icl-sim checkpoint: it lacks {key!r}")
+        if not isinstance(state[key], kind) or (kind is int and isinstance(state[key], bool)):
+            shown = repr(state[key]) if isinstance(state[key], (int, float, str)) else type(state[key]).__name__
+            raise ValueError(f"{path} is not an icl-sim checkpoint: its {key!r} is {shown}, not {kind.__name__}")
     return state
 
 

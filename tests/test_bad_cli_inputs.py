@@ -43,6 +43,12 @@ def _edit_config(run: Path, **changes) -> None:
     (run / CONFIG_FILE).write_text(json.dumps(config))
 
 
+def _fractional_step(run: Path) -> None:
+    state = torch.load(run / CHECKPOINT_FILE, weights_only=True)
+    torch.save({**state, "step": 50.5}, run / CHECKPOINT_FILE)
+    _sha256_record(run)
+
+
 #: corruptions of a copy of a good run, by name
 CORRUPTIONS = {
     "empty": lambda run: (run / CHECKPOINT_FILE).write_bytes(b""),
@@ -54,6 +60,7 @@ CORRUPTIONS = {
     "unknown-key": lambda run: _edit_config(run, colour="blue"),
     "changed-dim": lambda run: _edit_config(run, task_params={"dim": 4}),
     "no-config": lambda run: (run / CONFIG_FILE).unlink(),
+    "fractional-step": _fractional_step,
 }
 
 
@@ -66,6 +73,8 @@ def template(tmp_path_factory):
     for name, corrupt in CORRUPTIONS.items():
         shutil.copytree(root / "run", root / name)
         corrupt(root / name)
+    train(TrainConfig(task="boolean", task_params={"n": 3, "points": 6}, steps=1, batch_size=8, device="cpu"),
+          root / "boolean-run", progress=False)
     (root / "not-a-run").mkdir()
     (root / "afile").write_text("a file\n")
     (root / "bad.yaml").write_text("lr: [unclosed\n")
@@ -107,6 +116,7 @@ TRAIN = [
     (["train", "--model", "looped", "--loop-window", "1", "--model-param", "loop_window=2", "--out", "x"],
      "loop_window"),
     (["train", "--loops", "2", "--out", "x"], "looped"),
+    (["train", "--task", "graph-connectivity", "--points", "5", "--out", "x"], "points does not apply to task"),
     (["train", *TINY, "--out", ""], "--out"),
     (["train", *TINY, "--out", "afile/x"], "afile"),
     (["train", *TINY, "--out", "run"], "already holds a run"),
@@ -136,6 +146,8 @@ RUNS = [
     (["compare-weights", "run", "--lr", "-1"], "--lr"),
     (["compare-weights", "run", "--preconditioner", "best"], "--preconditioner"),
     (["compare-weights", "changed-dim"], "changed-dim"),
+    (["compare-weights", "boolean-run"], "task 'boolean' has no algorithm"),
+    (["eval", "fractional-step"], "its 'step' is 50.5, not int"),
 ]
 OTHERS = [
     (["repro", "run", "no-such-paper", "--out", "x"], "name"),
