@@ -15,10 +15,14 @@ spec and its runs, ``ROOT/jobs.json`` each run's last job; :func:`sweep_status` 
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
 import os
+import sys
+import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -36,7 +40,7 @@ from icl_sim.plots import Curve, Panel, draw_figure
 from icl_sim.reports import train_config
 from icl_sim.run_io import CONFIG_FILE, load_config, read_metrics, trained_steps
 from icl_sim.threads import use_threads
-from icl_sim.training import train_to_end
+from icl_sim.training import TrainingDiverged, train_to_end
 from icl_sim.validation import check_choice
 
 #: where runs execute: local processes, SLURM jobs, or one after another in this process (submitit's debug
@@ -148,20 +152,78 @@ def execute_runs(runs: Mapping[str, tuple[TrainConfig, Path]], executor: Executo
     if not pending:
         return
     submitter = executor.submitit(root / JOBS_FOLDER)
-    with submitter.batch():
+    controllers = output_to(root / JOBS_FOLDER / CONTROLLER_LOG) if executor.kind == "local" else nullcontext()
+    with controllers, submitter.batch():  # the batch submits as it closes, inside the redirection
         jobs = {key: submitter.submit(train_remaining, config, run_dir, threads, log_extra)
                 for key, (config, run_dir) in pending.items()}
     record_jobs(root, {key: {"executor": executor.kind, "job_id": job.job_id} for key, job in jobs.items()})
     failures = {}
-    for key, job in jobs.items():
-        try:
-            job.result()
-        except Exception as error:  # a job's failure is reported by run; the others still finish
-            failures[key] = f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
+    try:
+        for key, job in jobs.items():
+            try:
+                job.result()
+            except Exception as error:  # a job's failure is reported by run; the others still finish
+                failures[key] = job_error(error)
+    except KeyboardInterrupt:  # the jobs got the terminal's SIGINT too: each checkpoints and stops
+        _wait_for(jobs.values(), INTERRUPT_WAIT_SECONDS)
+        raise
     if failures:
         key, error = next(iter(failures.items()))
+        diverged = all(DIVERGED in failure for failure in failures.values())
+        advice = ("a diverged run does not resume: sweep other settings (a lower lr) in a new spec and --out"
+                  if diverged else "run again to resume them")
         raise SweepFailed(f"{len(failures)} of {len(runs)} runs failed, e.g. {key}: {error} (job logs in "
-                          f"{root / JOBS_FOLDER}); run again to resume them")
+                          f"{root / JOBS_FOLDER}); {advice}")
+
+
+#: where the local executor's job controllers write: they inherit this process's terminal otherwise, and on Ctrl-C
+#: each prints its own traceback over the sweep's message
+CONTROLLER_LOG = "controllers.log"
+#: seconds an interrupted sweep waits for its jobs to write their checkpoints and end
+INTERRUPT_WAIT_SECONDS = 60
+
+
+@contextlib.contextmanager
+def output_to(path: Path):
+    """Point this process's stdout and stderr file descriptors at ``path`` (appended), so that the processes
+    started meanwhile inherit it; restored on exit."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with open(path, "ab") as log:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for descriptor, copy in zip((1, 2), saved):
+            os.dup2(copy, descriptor)
+            os.close(copy)
+
+
+def _wait_for(jobs, seconds: float) -> None:
+    """Wait up to ``seconds`` for ``jobs`` to end (an interrupted job checkpoints first)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not all(job.done() for job in jobs):
+        time.sleep(0.5)
+
+
+#: how a job's error line names a run whose loss diverged
+DIVERGED = TrainingDiverged.__name__
+
+
+def job_error(error: Exception) -> str:
+    """One line for a failed job: the exception its own code raised.  submitit's FailedJobError wraps the job's
+    traceback between dashed rules, after its own frames; the traceback's last line is the job's error."""
+    if isinstance(error, submitit.core.utils.FailedJobError):
+        parts = str(error).split("-" * 22)
+        trace = parts[1] if len(parts) > 2 else str(error)
+        lines = [line.strip() for line in trace.splitlines() if line.strip()]
+        return lines[-1] if lines else "the job failed (no traceback)"
+    return f"{type(error).__name__}: {' '.join(str(error).split())}"
 
 
 def record_jobs(root: Path, jobs: Mapping[str, dict]) -> None:

@@ -4,6 +4,8 @@ import hashlib
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -55,7 +57,7 @@ def test_a_grid_runs_as_jobs_and_a_killed_worker_resumes_bit_for_bit(tmp_path):
     assert failure and "1 of 4 runs failed" in str(failure[0].value)
     assert 0 < trained_steps(killed) < 400
     status = invoke("sweep", "status", str(root))
-    assert status.exit_code == 0 and status.output.splitlines()[-1] == "3 done, 0 running, 1 failed, 0 pending"
+    assert status.exit_code == 0 and status.output.splitlines()[-1] == "3 done, 0 running, 1 failed, 0 pending, 0 damaged"
     assert f"{killed.name}  failed" in status.output
 
     jobs = json.loads((root / JOBS_FILE).read_text())
@@ -64,7 +66,7 @@ def test_a_grid_runs_as_jobs_and_a_killed_worker_resumes_bit_for_bit(tmp_path):
     resubmitted = json.loads((root / JOBS_FILE).read_text())
     assert [name for name in jobs if resubmitted[name] != jobs[name]] == [killed.name]
     status = invoke("sweep", "status", str(root))
-    assert status.output.splitlines()[-1] == "4 done, 0 running, 0 failed, 0 pending"
+    assert status.output.splitlines()[-1] == "4 done, 0 running, 0 failed, 0 pending, 0 damaged"
     again = invoke("sweep", "run", str(spec), "--out", str(root))
     assert again.exit_code == 0 and json.loads((root / JOBS_FILE).read_text()) == resubmitted  # nothing submitted
 
@@ -94,6 +96,26 @@ def wait_for(found, timeout=60.0):
             return items[0]
         time.sleep(0.01)
     raise TimeoutError("nothing appeared")
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_sweep_with_one_line_and_its_runs_checkpointed(tmp_path):
+    """SIGINT to the terminal's process group (what Ctrl-C sends): the jobs checkpoint, the job controllers' own
+    tracebacks go to their log, and the sweep says one line and exits 130."""
+    spec = write_spec(tmp_path / "grid.yaml", {**BASE, "steps": 10**6}, {"seed": [0, 1]})
+    root = tmp_path / "sweep"
+    process = subprocess.Popen([sys.executable, "-m", "icl_sim.cli", "--threads", "1", "sweep", "run", str(spec),
+                                "--out", str(root)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+    wait_for(lambda: [True] if len(list(root.glob("runs/*/checkpoint.pt"))) == 2 else [], timeout=180)
+    os.killpg(process.pid, signal.SIGINT)
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode == 130
+    assert output.splitlines() == [f"Interrupted: each run checkpointed as it stopped; `icl-sim sweep run {spec} "
+                                   f"--out {root}` resumes them"]
+    assert "KeyboardInterrupt" in (root / "jobs" / "controllers.log").read_text()
+    rows = sweep_status(root)
+    assert all(row["state"] == "failed" and row["steps"] >= 10 for row in rows), rows
 
 
 @pytest.mark.slow

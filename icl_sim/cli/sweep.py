@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 from pathlib import Path
 
 import click
@@ -44,7 +45,12 @@ def sweep_run(spec, root, executor):
 
     root = root or Path("runs") / Path(spec).stem
     threads = click.get_current_context().find_root().params.get("threads")
-    rows = run_sweep(read_spec(spec), root, executor, threads=threads)
+    try:
+        rows = run_sweep(read_spec(spec), root, executor, threads=threads)
+    except KeyboardInterrupt:
+        click.echo(f"Interrupted: each run checkpointed as it stopped; `icl-sim sweep run {spec} --out {root}` "
+                   f"resumes them", err=True)
+        sys.exit(130)
     click.echo(f"{len(rows)} runs done; summary in {root / 'summary.csv'}")
 
 
