@@ -124,7 +124,8 @@ def startup(settings: Settings):
         return bench_startup.seconds(bench_startup.IMPORT_TORCH)
 
     for name, command in bench_startup.HELPS.items():
-        cli_time, torch_time = interleaved_medians(lambda: bench_startup.seconds(command), bare_torch,
+        status = bench_startup.STATUS.get(name, 0)
+        cli_time, torch_time = interleaved_medians(lambda: bench_startup.seconds(command, status), bare_torch,
                                                    settings.startup_repeats)
         yield Ratio(f"import torch / {name} (start-up, subprocesses)", "-", torch_time / cli_time, 1.0)
 

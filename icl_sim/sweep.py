@@ -23,16 +23,15 @@ import os
 import sys
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import submitit
-import torch
 
 from icl_sim.atomic import write_text
 from icl_sim.config import TrainConfig
 from icl_sim.evaluation import write_table
+from icl_sim.executors import Executor
 from icl_sim.failures import RunFailed
 from icl_sim.mapping_files import read_settings_file
 from icl_sim.models import InContextModel
@@ -43,9 +42,6 @@ from icl_sim.threads import use_threads
 from icl_sim.training import TrainingDiverged, train_to_end
 from icl_sim.validation import check_choice
 
-#: where runs execute: local processes, SLURM jobs, or one after another in this process (submitit's debug
-#: executor: what a rehearsal of the full scale uses, and a way to step through a sweep in a debugger)
-EXECUTORS = ("local", "slurm", "debug")
 #: ``icl-sim train``'s shortcuts for a task or model parameter, allowed in a spec beside TrainConfig's fields
 SHORTCUTS = ("dim", "points", "layers", "loops", "loop_window")
 #: what a run of a sweep can be: trained, training now (or queued), stopped before its end, never started, or with
@@ -56,33 +52,6 @@ SPEC_FILE, JOBS_FILE, RUNS_FOLDER, JOBS_FOLDER = "sweep.json", "jobs.json", "run
 
 class SweepFailed(RunFailed):
     """Some runs' jobs ended before their runs did."""
-
-
-@dataclass(frozen=True)
-class Executor:
-    """Where runs execute: ``local`` (one process per run on this machine), ``slurm`` (one job per run) or
-    ``debug`` (in this process, one run after another), with
-    ``gpus_per_node`` GPUs per job (None: one where this machine has CUDA; submitit hides the others)."""
-
-    kind: str = "local"
-    partition: str | None = None
-    timeout_min: int = 24 * 60
-    gpus_per_node: int | None = None
-
-    def __post_init__(self):
-        check_choice("executor", self.kind, EXECUTORS)
-
-    def submitit(self, folder: Path) -> submitit.AutoExecutor:
-        """The submitit executor writing its job files to ``folder``."""
-        try:
-            executor = submitit.AutoExecutor(folder=folder, cluster=self.kind)
-        except RuntimeError as error:  # submitit's SLURM executor needs srun on PATH
-            raise ValueError(f"executor {self.kind!r} is not available here: {error}") from None
-        gpus = int(torch.cuda.is_available()) if self.gpus_per_node is None else self.gpus_per_node
-        executor.update_parameters(timeout_min=self.timeout_min, gpus_per_node=gpus)
-        if self.partition:
-            executor.update_parameters(slurm_partition=self.partition)
-        return executor
 
 
 def read_spec(path) -> dict[str, Any]:

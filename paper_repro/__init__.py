@@ -14,7 +14,7 @@ from icl_sim.paper_repro import (ahn_2023, akyurek_2023, bhattamishra_2023, fu_2
 from icl_sim.paper_repro.rehearsal import RunCost, rehearse
 from icl_sim.paper_repro.runner import run_reproduction as run
 from icl_sim.paper_repro.spec import SCALES, Reproduction
-from icl_sim.sweep import Executor
+from icl_sim.executors import Executor
 from icl_sim.validation import check_choice
 
 REPRODUCTIONS: dict[str, Reproduction] = {

@@ -28,7 +28,7 @@ from icl_sim.atomic import write_text
 from icl_sim.checks import Check
 from icl_sim.config import TrainConfig
 from icl_sim.memory import format_bytes
-from icl_sim.sweep import Executor
+from icl_sim.executors import Executor
 from icl_sim.tasks import make_task
 from icl_sim.training import (initial_model, make_optimizer, make_scheduler, optimisation_step, resolve_device,
                               training_batch)

@@ -26,7 +26,8 @@ from icl_sim.plots import draw_figure
 from icl_sim.prompt import Prompt
 from icl_sim.run_io import CHECKPOINT_FILE, CONFIG_FILE, load_config, trained_steps
 from icl_sim.seeding import make_generator
-from icl_sim.sweep import Executor, execute_runs
+from icl_sim.executors import Executor
+from icl_sim.sweep import execute_runs
 from icl_sim.training import initial_model, resolve_device
 from icl_sim.validation import check_choice, check_int
 

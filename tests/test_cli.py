@@ -13,6 +13,7 @@ import torch
 from click.testing import CliRunner
 
 import icl_sim.cli as cli_module
+from icl_sim import catalogue
 from icl_sim.cli import choices, cli
 from icl_sim.config import TrainConfig
 from icl_sim.latent_probes import CONTROLS, PROBES
@@ -21,7 +22,7 @@ from icl_sim.paper_repro import SCALES
 from icl_sim.paper_repro.runner import CONTROLS as REPRO_CONTROLS
 from icl_sim.probing import READOUTS, STEP_PARAMS
 from icl_sim.reports import PRECONDITIONERS, compare_weights_run, probe_latent_run, probe_run
-from icl_sim.sweep import EXECUTORS
+from icl_sim.executors import EXECUTORS
 from icl_sim.tasks import TASKS
 from icl_sim.training import train
 
@@ -176,6 +177,28 @@ def test_every_help_starts_without_torch_sympy_or_matplotlib():
     imported = json.loads(result.stdout.strip().splitlines()[-1])
     assert {"", "train", "repro run", "theory verify", "sweep run"} <= set(imported)
     assert imported == {" ".join(path): [] for path in paths}
+
+
+#: commands that list or refuse a name from the catalogue, with what each prints
+LISTINGS = [(["tasks"], "linear-regression  (metric"), (["theory", "list"], "source:"),
+            (["repro", "list"], "claim one-gd-step"), (["repro", "run", "nope"], "Error: name must be one of"),
+            (["theory", "show", "nope"], "Error: claim must be one of"),
+            (["theory", "verify", "one-step-gd-optimal-step", "nope"], "Error: claim must be one of")]
+
+
+def test_listings_and_unknown_names_start_without_torch_sympy_or_matplotlib():
+    listing = ("import sys\nfrom icl_sim.cli import main\nsys.argv = ['icl-sim', *sys.argv[1:]]\n"
+               "try:\n    main()\nexcept SystemExit:\n    pass\n"
+               f"print('heavy:', [name for name in {HEAVY!r} if name in sys.modules])")
+    for args, shown in LISTINGS:
+        result = subprocess.run([sys.executable, "-c", listing, *args], capture_output=True, text=True)
+        assert shown in result.stdout + result.stderr, (args, result.stderr)
+        assert result.stdout.strip().splitlines()[-1] == "heavy: []", args
+
+
+def test_the_catalogue_is_the_registries():
+    """catalogue.json is what the registries list now: rebuild it with `python -m icl_sim.catalogue`."""
+    assert catalogue.read() == catalogue.build()
 
 
 @pytest.mark.parametrize("light, registry", [(choices.MODELS, tuple(sorted(MODELS))), (choices.READOUTS, READOUTS),

@@ -20,7 +20,8 @@ from icl_sim.config import TrainConfig
 from icl_sim.paper_repro import von_oswald_2023
 from icl_sim.paper_repro.runner import run_reproduction
 from icl_sim.run_io import load_checkpoint, load_config, read_metrics, trained_steps
-from icl_sim.sweep import JOBS_FILE, Executor, SweepFailed, expand_grid, read_spec, run_sweep, sweep_status
+from icl_sim.executors import Executor
+from icl_sim.sweep import JOBS_FILE, SweepFailed, expand_grid, read_spec, run_sweep, sweep_status
 from icl_sim.training import train
 from tiny_runs import assert_identical
 

@@ -17,7 +17,7 @@ PRECONDITIONERS = ("identity", "optimal")
 SCALES = ("smoke", "quick", "full")
 #: icl_sim.paper_repro.runner.CONTROLS
 CONTROLS = ("untrained",)
-#: icl_sim.sweep.EXECUTORS
+#: icl_sim.executors.EXECUTORS
 EXECUTORS = ("local", "slurm", "debug")
 #: icl_sim.latent_probes.PROBES
 LATENT_PROBES = ("linear", "mlp")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from icl_sim import catalogue
 from icl_sim.cli import choices
 from icl_sim.cli.directories import OutputDirectory, removed_on_user_error
 from icl_sim.cli.given_once import option
@@ -17,16 +18,7 @@ from icl_sim.cli.sweep import with_executor_options
 @click.command("list")
 def repro_list():
     """Every reproduction: its name, paper, quick-scale time and the claims it tests (2-core CPU)."""
-    from icl_sim.paper_repro import REPRODUCTIONS
-
-    for name, reproduction in REPRODUCTIONS.items():
-        paper = reproduction.paper
-        click.echo(f"{name}  {paper.authors.split(',')[0]} et al., {paper.venue} "
-                   f"(quick scale ≈ {reproduction.quick_minutes:g} min)")
-        click.echo(f"    {reproduction.summary}")
-        for claim in reproduction.claims:
-            needs = f" (needs the {claim.needs} scale)" if claim.needs else ""
-            click.echo(f"    claim {claim.id}: {claim.statement} [{claim.source}]{needs}")
+    click.echo("\n".join(catalogue.read()["repro"]))
 
 
 @click.command("run")
@@ -52,9 +44,6 @@ def repro_run(name, run_all, scale, seeds, first_seed, control, rehearse, out_di
     """Run reproduction NAME (or --all): figure, results table and checks.json; print the claims held, failed and
     deferred apart from the sanity checks; exit 1 if a claim or a sanity check fails (smoke scale: only if the
     pipeline breaks)."""
-    from icl_sim.paper_repro import REPRODUCTIONS
-    from icl_sim.validation import check_choice
-
     if run_all == (name is not None):
         raise click.UsageError("give a reproduction NAME or --all (see `icl-sim repro list`)")
     if rehearse and (scale != "full" or control):
@@ -62,7 +51,9 @@ def repro_run(name, run_all, scale, seeds, first_seed, control, rehearse, out_di
     if scale != "full" or rehearse:
         _refuse_executor_options(scale)
     if name is not None:
-        check_choice("name", name, list(REPRODUCTIONS))
+        catalogue.check_name("reproductions", "name", name)
+    from icl_sim.paper_repro import REPRODUCTIONS
+
     names = list(REPRODUCTIONS) if run_all else [name]
     suffix = f"{scale}-rehearsal" if rehearse else scale
     run = _rehearse if rehearse else _control if control else _run

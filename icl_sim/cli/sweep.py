@@ -26,7 +26,7 @@ def with_executor_options(command):
     """Add the options that choose where runs execute; they reach the command as one ``executor``."""
     @functools.wraps(command)
     def build(kind, partition, timeout_min, gpus, **rest):
-        from icl_sim.sweep import Executor
+        from icl_sim.executors import Executor
 
         return command(executor=Executor(kind, partition, timeout_min, gpus), **rest)
 

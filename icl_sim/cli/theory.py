@@ -8,6 +8,7 @@ import time
 import click
 from tqdm import tqdm
 
+from icl_sim import catalogue
 from icl_sim.cli.given_once import option
 from icl_sim.cli.options import progress_option
 
@@ -15,11 +16,7 @@ from icl_sim.cli.options import progress_option
 @click.command("list")
 def theory_list():
     """Every claim with its source."""
-    from icl_sim.claims import CLAIMS
-
-    for claim in CLAIMS.values():
-        click.echo(f"{claim.name:<30} {claim.summary}")
-        click.echo(f"{'':<30} source: {claim.source}")
+    click.echo("\n".join(catalogue.read()["theory"]))
 
 
 @click.command("show")
@@ -27,9 +24,9 @@ def theory_list():
 @option("--latex", is_flag=True, help="print LaTeX instead of pretty-printed formulas")
 def theory_show(name, latex):
     """The derivation of claim NAME, step by step, ending with the final formula."""
+    claim = _claim(name)
     from icl_sim.claims.rendering import render
 
-    claim = _claim(name)
     click.echo(f"{claim.name}: {claim.summary}\nsource: {claim.source}\n")
     for number, step in enumerate(claim.derive(), start=1):
         click.echo(f"({number}) {step.label}\n{render(step, latex)}\n")
@@ -42,9 +39,11 @@ def theory_show(name, latex):
 @progress_option
 def theory_verify(names, seed, as_json, progress):
     """Check claims NAMES (default: all) against numbers; exit 1 if any fails."""
+    for name in names:
+        catalogue.check_name("claims", "claim", name)
     from icl_sim.claims import CLAIMS
 
-    selected = [_claim(name) for name in names] or list(CLAIMS.values())
+    selected = [CLAIMS[name] for name in names] or list(CLAIMS.values())
     results = []
     for claim in tqdm(selected, desc="theory verify", disable=not progress):
         start = time.perf_counter()
@@ -66,8 +65,7 @@ def theory_verify(names, seed, as_json, progress):
 
 
 def _claim(name):
+    catalogue.check_name("claims", "claim", name)
     from icl_sim.claims import CLAIMS
 
-    if name not in CLAIMS:
-        raise ValueError(f"claim must be one of {', '.join(CLAIMS)}; got {name!r}")
     return CLAIMS[name]

@@ -1,0 +1,78 @@
+"""The listings (``tasks``, ``theory list``, ``repro list``) and the names a command checks first, kept in a file,
+so that a listing or an unknown name's error needs no torch (about a second, not five).
+
+``catalogue.json`` beside this module is built from the registries by ``python -m icl_sim.catalogue``; the
+registries stay the source of truth, and tests/test_cli.py holds the file equal to a fresh build.  Importing this module loads none of the numerical
+libraries; only :func:`build` does.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from icl_sim.validation import check_choice
+
+CATALOGUE_FILE = Path(__file__).with_name("catalogue.json")
+
+
+def read() -> dict:
+    """The catalogue as last built."""
+    return json.loads(CATALOGUE_FILE.read_text(encoding="utf-8"))
+
+
+def check_name(kind: str, parameter: str, name: str) -> None:
+    """Refuse ``name`` unless the catalogue lists it among its ``kind`` ("reproductions", "claims")."""
+    check_choice(parameter, name, read()[kind])
+
+
+def build() -> dict:
+    """The catalogue from the registries (this imports the numerical libraries)."""
+    from icl_sim.claims import CLAIMS
+    from icl_sim.paper_repro import REPRODUCTIONS
+
+    return {"tasks": _tasks_listing(), "theory": _theory_listing(CLAIMS), "repro": _repro_listing(REPRODUCTIONS),
+            "reproductions": list(REPRODUCTIONS), "claims": list(CLAIMS)}
+
+
+def _tasks_listing() -> list[str]:
+    from icl_sim.params import parameter_table
+    from icl_sim.tasks import TASKS
+
+    lines = []
+    for name, task_class in TASKS.items():
+        algorithms = ", ".join(task_class.probe_algorithms) or "none"
+        lines.append(f"{name}  (metric: {task_class.metric}; probe algorithms: {algorithms})")
+        lines.append(f"    {(task_class.__doc__ or '').strip().splitlines()[0]}")
+        for parameter, type_name, default, help_text in parameter_table(task_class):
+            lines.append(f"    {parameter:<18} {type_name:<24} default {default!r:<10} {help_text}")
+    return lines + ["Set any of these with  icl-sim train --task NAME --task-param KEY=VALUE"]
+
+
+def _theory_listing(claims) -> list[str]:
+    return [line for claim in claims.values()
+            for line in (f"{claim.name:<30} {claim.summary}", f"{'':<30} source: {claim.source}")]
+
+
+def _repro_listing(reproductions) -> list[str]:
+    lines = []
+    for name, reproduction in reproductions.items():
+        paper = reproduction.paper
+        lines.append(f"{name}  {paper.authors.split(',')[0]} et al., {paper.venue} "
+                     f"(quick scale ≈ {reproduction.quick_minutes:g} min)")
+        lines.append(f"    {reproduction.summary}")
+        for claim in reproduction.claims:
+            needs = f" (needs the {claim.needs} scale)" if claim.needs else ""
+            lines.append(f"    claim {claim.id}: {claim.statement} [{claim.source}]{needs}")
+    return lines
+
+
+def main() -> None:
+    """Rebuild ``catalogue.json`` (atomically)."""
+    from icl_sim.atomic import write_text
+
+    write_text(CATALOGUE_FILE, json.dumps(build(), indent=1, ensure_ascii=False) + "\n")
+    print(f"wrote {CATALOGUE_FILE}")
+
+
+if __name__ == "__main__":
+    main()
