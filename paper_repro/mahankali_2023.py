@@ -6,36 +6,47 @@ tokens, normalised by n; icl-sim's ``lsa``) trained on noisy linear regression, 
 ε ~ N(0, σ²), with the loss on the final query.  The paper is a theory paper: its statements are
 about the global minimiser of this pre-training loss, and we check them on trained layers.
 
-Claims (``CLAIMS``), in icl-sim's convention (query excluded from the keys, 1/n normalisation, noisy
-y_q).  The theorems' statements — the form of the optimum — do not depend on the convention, but its constants
-(the step, the risk) do, so every expected number below is re-derived in this convention with sympy
-in ``icl_sim.theory.formulas.one_layer_optimum`` and checked there against Monte Carlo, not copied
-from the paper (we could not verify the paper's own constants from its text here):
+The paper's parameterisation and the map to icl-sim's.  The paper (Sec. 3, in our reading; its text past the
+abstract could not be read from this machine's stores, so the form below is the one-layer LSA of von Oswald et
+al. and Ahn et al. that it analyses) writes the layer with W^PV, W^KQ ∈ R^{(d+1)×(d+1)} acting on the columns
+z_i = (x_i, y_i) and z_q = (x_q, 0), reads ŷ = +[W^PV (Σ_{i≤n} z_i z_iᵀ/n) W^KQ z_q]_{d+1}, and states its optimum
+as one step of (preconditioned) GD from 0, ŷ = (η/n) Σ_i y_i x_iᵀ Γ x_q: W^PV = e_{d+1}e_{d+1}ᵀ,
+W^KQ = [[ηΓ, 0], [0, 0]] (``paper_weights``), with η = n/(n+d+1+σ²), Γ = I (Thm 1) or Γ = Σ⁻¹ (Thm 2).
+icl-sim's ``lsa`` (query excluded from the keys, 1/n normalisation, ŷ = −[z_q]_{d+1}) takes P = −W^PV,
+Q = W^KQ (``to_icl_sim``), and its effective preconditioner B (ŷ ∋ x_qᵀ B h, h = (1/n) Σ y_j x_j,
+``icl_sim.weight_comparison.effective_layer_maps``) is then B = ηΓ: the paper's η is our learned step and its
+Γ our B/η, number for number (tests/test_repro_mahankali_2023.py holds the map: the mapped weights predict the
+paper's ŷ and read back B = ηΓ).  The query's own term in the keys, which the paper may include, vanishes at
+the optimum (its coefficient is W^PV's label row on x, zero there).  Our y_q is noisy, so our risks are the
+noiseless-target risks plus σ².  The closed forms are re-derived in this convention with sympy in
+``icl_sim.theory.formulas.one_layer_optimum`` and checked there against Monte Carlo.
+
+Claims (``CLAIMS``):
 
 * ``optimal-step`` (Thm 1) — x ~ N(0, I_d), w ~ N(0, I_d): the optimum is one GD step from 0 with
-  η* = n / (n + d + 1 + σ²) (``optimal_step``), risk R* = d (d + 1 + σ²)/(n + d + 1 + σ²) + σ²
-  (``one_step_gd_risk``).  Checked on a grid of (d, n, σ): the learned step, read from the trained
-  weights as the best scalar fit of the effective preconditioner B (ŷ ∋ x_qᵀ B h, h = (1/n) Σ y_j x_j,
-  ``icl_sim.weight_comparison.effective_layer_maps``) by η I, and the trained layer's test risk.
+  η* = n / (n + d + 1 + σ²) (``optimal_step``).  Claim check per point of a (d, n, σ) grid: the learned step,
+  the best scalar fit η of B by η I.  The test risk against R* = d (d + 1 + σ²)/(n + d + 1 + σ²) + σ²
+  (``one_step_gd_risk``) is a sanity check: a layer at η* has risk R* by the closed form.
 * ``inverse-covariance-preconditioner`` (Thm 2) — x ~ N(0, Σ), w ~ N(0, Σ⁻¹): whitening makes the problem
-  isotropic, so the optimum is η* Σ⁻¹ (one step of Σ⁻¹-preconditioned GD with the same η*) and its risk is
-  again R* (``inverse_covariance_prior_preconditioner``).  Not ``optimal_preconditioner``, which is the
-  optimum for the isotropic prior (Ahn et al.): we report the distance to it as a foil.  Checked: B against
-  Σ⁻¹ after optimal scaling (relative Frobenius residual), the fitted scale against η*, and the risk.  Σ is
-  fixed for the run (``rotation="fixed"``, geometric spectrum of condition number κ).
+  isotropic, so the optimum is η* Σ⁻¹ (``inverse_covariance_prior_preconditioner``).  Not
+  ``optimal_preconditioner``, the optimum for the isotropic prior (Ahn et al.): its distance is reported as a
+  foil.  Claim checks: B against Σ⁻¹ after optimal scaling (relative Frobenius residual) and the fitted scale
+  against η*; the risk (again R*) is sanity.  Σ is fixed for the run (``rotation="fixed"``, geometric spectrum
+  of condition number κ).
 * ``nonlinear-link-plain-gd`` (Thm 3) — responses y = g(wᵀx) + ε with a nonlinear g (ReLU, tanh, cubic): the
-  optimum is still one step of plain GD, B = η_g I.  Checked: the off-diagonal mass ‖B − diag B‖_F / ‖B‖_F and
-  the spread of the diagonal (max − min)/mean.  Here w ~ N(0, I/d) so that u = wᵀx ~ N(0, 1) for every link
-  (an isotropic prior, as the theorem needs; the scale only keeps the cubic's moments tame).
+  optimum is still one step of plain GD, B = η_g I with η_g > 0.  Claim checks: the off-diagonal mass
+  ‖B − diag B‖_F / ‖B‖_F, and the spread of the diagonal (max − min)/mean counted only about a positive mean
+  (``diagonal_spread``: ∞ otherwise, since a negative multiple of I ascends the loss and is no GD step).  Here
+  w ~ N(0, I/d) so that u = wᵀx ~ N(0, 1) for every link (an isotropic prior, as the theorem needs; the scale
+  only keeps the cubic's moments tame).
 
-Thresholds.  The expected values (η*, R*, the shape Σ⁻¹, B ∝ I) are the closed forms above; the
-accepted deviations from them are this reproduction's, set when it was written (the paper states no
-number, having no experiments): the learned step and the scale of B within 3 % of η*, a risk within 3
-standard errors of its Monte Carlo estimate plus 2 % of R*, a shape residual ‖B − cΣ⁻¹‖/‖B‖ ≤ 0.05, an
-off-diagonal fraction ≤ 0.05 and a diagonal spread ≤ 0.1.  Each check takes one value per training seed,
-each from that seed's layer alone, and holds when the 95 % interval of their mean does.  An untrained
-layer (B ≈ 0, random) fails every claim: its step and scale are ≈ 0 and its risk is E y²'s (the diagonal
-spread alone can pass for it, being negative when the mean diagonal is; its off-diagonal fraction fails).
+Thresholds.  The expected values (η*, the shape Σ⁻¹, B ∝ I with a positive factor) are the closed forms above;
+the accepted deviations are this reproduction's, fixed when it was first written and not changed since (the
+paper states no number, having no experiments): the learned step and the scale of B within 3 % of η*, a shape
+residual ‖B − cΣ⁻¹‖/‖B‖ ≤ 0.05, an off-diagonal fraction ≤ 0.05 and a diagonal spread ≤ 0.1; the sanity risks
+within 3 standard errors plus 2 % of R*.  Each claim check takes one value per training seed, each from that
+seed's layer alone, and holds when the 95 % interval of their mean does.  An untrained layer (B ≈ 0, random)
+fails every claim: its step and scale are ≈ 0, its shape residual and off-diagonal fraction ≈ 1.
 
 Training: Adam (β = (0.9, 0.98), ε = 1e-9) from a small Gaussian initialisation (scale 0.002), as in
 von Oswald et al., with the gradient norm clipped at 1: the cubic link's labels are heavy-tailed
@@ -50,14 +61,19 @@ per prompt — a failure to reach the optimum, not a different optimum (its risk
 widens the grid to d up to 20 and n up to 80 with 10 000 steps at batch 2048 (our choice: the paper has
 no experiments); ``smoke`` is one grid point, the inverse-covariance run and one link, 5 steps.
 
-Measured at quick scale (one seed): every learned step within 0.8 % of η* (e.g. d = 8, n = 8: 0.473
-against 0.471; d = 4, n = 32, σ² = 1: 0.841 against 0.842) and every risk within 1.2 % of R*; with
-w ~ N(0, Σ⁻¹), κ = 4: ‖B − cΣ⁻¹‖/‖B‖ = 0.005 at c = 1.0005 η*, against 0.098 for the shape of the
-isotropic-prior optimum; the links: off-diagonal fractions 0.007 (ReLU), 0.007 (tanh), 0.017 (cubic).
+Measured at quick scale, seeds 0-2 and 100-102 (3 seeds each, 1000 steps): every learned step's seed mean
+within 0.5 % of η* (e.g. d = 8, n = 8: 0.4708 and 0.4717 against 0.4706; d = 4, n = 32, σ² = 1: 0.8425 and
+0.8429 against 0.8421), every risk within 1.1 % of R* (sanity); with w ~ N(0, Σ⁻¹), κ = 4:
+‖B − cΣ⁻¹‖/‖B‖ = 0.006 and 0.005 with the scale of B 1.001 and 1.000 times η*.  Deferred: Thm 3's links.  ReLU
+and tanh hold in all six seeds (off-diagonal fraction ≤ 0.018, diagonal spread ≤ 0.017), but the cubic link
+(E y² = 45) leaves some seeds at a rank-one B in 1000 steps: off-diagonal fractions 0.017, 0.79, 0.026 (seeds
+0-2) and 0.81, 0.65, 0.025 (seeds 100-102) against ≤ 0.05 — a failure to reach the optimum, as at the dropped
+grid point above, which the full scale's 10 000 steps are to test.
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import torch
@@ -69,7 +85,7 @@ from icl_sim.tasks import LinearRegression
 from icl_sim.theory.formulas import (inverse_covariance_prior_preconditioner, one_step_gd_risk, optimal_preconditioner,
                                      optimal_step)
 
-from .measures import layer_preconditioners, query_squared_errors, risk_claim_check, scaled_distance, seed_values
+from .measures import RISK_SIGMAS, layer_preconditioners, query_squared_errors, scaled_distance, seed_values
 from .spec import Claim, Paper, Reproduction
 
 PAPER = Paper("A. Mahankali, T. B. Hashimoto, T. Ma", "One step of gradient descent is provably the optimal "
@@ -92,7 +108,10 @@ CLAIMS = (
     Claim("inverse-covariance-preconditioner", "With x ~ N(0, Σ) and w ~ N(0, Σ⁻¹) the trained layer is one step of "
           "Σ⁻¹-preconditioned GD, B = η*Σ⁻¹, with the same risk R*", "Mahankali et al. 2023, Thm 2"),
     Claim("nonlinear-link-plain-gd", "With nonlinear responses y = g(wᵀx) + ε (ReLU, tanh, cubic) the trained layer is "
-          "still one step of plain GD: B is a multiple of I", "Mahankali et al. 2023, Thm 3"),
+          "still one step of plain GD: B is a positive multiple of I", "Mahankali et al. 2023, Thm 3", needs="full",
+          reason="quick (1000 steps): the cubic link (E y² = 45) leaves some seeds at a rank-one B, off-diagonal "
+                 "fraction 0.79 (seed 1; 0.017, 0.026 for seeds 0, 2) and 0.81, 0.65 (seeds 100, 101; 0.025 for "
+                 "102) against ≤ 0.05; ReLU and tanh hold in all six seeds (off-diagonal ≤ 0.018, spread ≤ 0.017)"),
 )
 
 
@@ -124,6 +143,24 @@ SCALES = {
                      grid=tuple((d, n, sigma) for d in (5, 10, 20) for n in (d, 2 * d, 4 * d) for sigma in (0.0, 1.0)),
                      inverse=(10, 40, 10.0), links=("relu", "tanh", "cubic"), link_shape=(10, 40)),
 }
+
+
+def paper_weights(step: float, preconditioner: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The optimum in the paper's parameterisation, (W^PV, W^KQ), each (d+1) × (d+1) float64: W^PV = e_{d+1}e_{d+1}ᵀ
+    and W^KQ = [[η Γ, 0], [0, 0]], so that ŷ = [W^PV (Σ_{i≤n} z_i z_iᵀ/n) W^KQ z_q]_{d+1} = (η/n) Σ_i y_i x_iᵀ Γ x_q
+    (Γ = I: Thm 1; Γ = Σ⁻¹: Thm 2)."""
+    dim = preconditioner.shape[-1]
+    value = torch.zeros(dim + 1, dim + 1, dtype=torch.float64)
+    value[dim, dim] = 1.0
+    key_query = torch.zeros_like(value)
+    key_query[:dim, :dim] = step * preconditioner.to(torch.float64)
+    return value, key_query
+
+
+def to_icl_sim(value: torch.Tensor, key_query: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The paper's (W^PV, W^KQ) as icl-sim's one-layer ``lsa`` weights {"value": P, "key_query": Q}, (1, 1, D, D):
+    P = −W^PV (icl-sim reads ŷ = −[z_q]_{d+1}, the paper +), Q = W^KQ; both normalise by n."""
+    return {"value": -value[None, None], "key_query": key_query[None, None]}
 
 
 def _grid_name(d: int, n: int, sigma: float) -> str:
@@ -158,6 +195,13 @@ def _risk_rows(name, seed, model, prompt, formula):
             {"run": name, "seed": seed, "quantity": "risk_formula", "value": formula}]
 
 
+def diagonal_spread(diagonal: torch.Tensor) -> float:
+    """(max − min)/mean of B's diagonal when its mean is positive, else ∞: Thm 3's B = η_g I is a GD *step*
+    (η_g > 0, descending the least-squares loss), so a negative multiple of I is no plain GD step."""
+    mean = float(diagonal.mean())
+    return float((diagonal.max() - diagonal.min()) / mean) if mean > 0 else math.inf
+
+
 def measure(measurement) -> dict:
     settings = measurement.settings
     rows, spectra = [], {}
@@ -190,8 +234,7 @@ def measure(measurement) -> dict:
             else:
                 diagonal = torch.diagonal(matrix)
                 record = {"off_diagonal_fraction": float((matrix - torch.diag(diagonal)).norm() / matrix.norm()),
-                          "diagonal_spread": float((diagonal.max() - diagonal.min()) / diagonal.mean()),
-                          "learned_step": float(diagonal.mean())}
+                          "diagonal_spread": diagonal_spread(diagonal), "learned_step": float(diagonal.mean())}
                 spectra.setdefault("diagonals", {}).setdefault(name, []).append((diagonal / diagonal.mean()).tolist())
             rows += [{"run": name, "seed": seed, "quantity": key, "value": value} for key, value in record.items()]
     return {"rows": rows, "spectra": spectra}
@@ -210,10 +253,14 @@ def _per_seed(results: dict, run: str, quantity: str) -> list[float]:
     return seed_values(results["rows"], quantity, run=run)
 
 
-def _risk_check(results: dict, claim: str, run: str, label: str, source: str) -> Check:
-    return risk_claim_check(claim, f"test risk E(ŷ − y_q)², {label}", _first(results, run, "risk_formula"),
-                            _per_seed(results, run, "risk"), _per_seed(results, run, "risk_standard_error"),
-                            slack=RISK_SLACK, source=source)
+def _risk_check(results: dict, run: str, label: str, source: str) -> Check:
+    """The seeds' mean test risk against R*, within 3 s.e. (their mean) plus ``RISK_SLACK`` of R*: a sanity check,
+    since a layer at η* (or η*Σ⁻¹) attains R* by the closed form, so the risk follows from the step checks."""
+    expected, errors = _first(results, run, "risk_formula"), _per_seed(results, run, "risk_standard_error")
+    risks = _per_seed(results, run, "risk")
+    tolerance = RISK_SIGMAS * sum(errors) / len(errors) + RISK_SLACK * expected
+    return Check(f"test risk E(ŷ − y_q)², {label} (mean over seeds)", expected, sum(risks) / len(risks), tolerance,
+                 source=source)
 
 
 def checks(results: dict, settings: Settings) -> list[Check]:
@@ -223,22 +270,22 @@ def checks(results: dict, settings: Settings) -> list[Check]:
         eta = _first(results, run, "optimal_step")
         out.append(claim_check("optimal-step", f"learned step, {label}", eta, _per_seed(results, run, "learned_step"),
                                tolerance=STEP_TOLERANCE * eta, source=THM_1))
-        out.append(_risk_check(results, "optimal-step", run, label,
-                               "Mahankali et al. 2023, Thm 1: R* at η* (one_step_gd_risk)"))
+        out.append(_risk_check(results, run, label, "Mahankali et al. 2023, Thm 1: R* at η* (one_step_gd_risk)"))
     run, claim = "inverse-covariance", "inverse-covariance-preconditioner"
     out += [
         claim_check(claim, "‖B − cΣ⁻¹‖_F/‖B‖_F at the best c (w ~ N(0, Σ⁻¹))", SHAPE_TOLERANCE,
                     _per_seed(results, run, "inverse_covariance_residual"), relation="at_most", source=THM_2),
         claim_check(claim, "scale of B against η*Σ⁻¹", 1.0, _per_seed(results, run, "scale_vs_optimum"),
                     tolerance=STEP_TOLERANCE, source=THM_2),
-        _risk_check(results, claim, run, "w ~ N(0, Σ⁻¹)", "Mahankali et al. 2023, Thm 2: the risk of η*Σ⁻¹ equals R*"),
+        _risk_check(results, run, "w ~ N(0, Σ⁻¹)", "Mahankali et al. 2023, Thm 2: the risk of η*Σ⁻¹ equals R*"),
     ]
     for run in _runs(results, "link-"):
         link = run.removeprefix("link-")
         out.append(claim_check("nonlinear-link-plain-gd", f"off-diagonal fraction ‖B − diag B‖_F/‖B‖_F, {link} link",
                                OFF_DIAGONAL_TOLERANCE, _per_seed(results, run, "off_diagonal_fraction"),
                                relation="at_most", source=THM_3))
-        out.append(claim_check("nonlinear-link-plain-gd", f"diagonal spread (max − min)/mean of B, {link} link",
+        out.append(claim_check("nonlinear-link-plain-gd",
+                               f"diagonal spread (max − min)/mean of B, mean > 0, {link} link",
                                DIAGONAL_SPREAD_TOLERANCE, _per_seed(results, run, "diagonal_spread"),
                                relation="at_most", source=THM_3))
     return out
@@ -288,5 +335,5 @@ REPRODUCTION = Reproduction(
     measure=measure,
     checks=checks,
     figure=figure,
-    quick_minutes=1.2,
+    quick_minutes=1.6,  # user + sys CPU minutes of the 3-seed quick run (2026-12-02)
 )

@@ -1,9 +1,15 @@
-"""The inverse-covariance-prior optimum behind mahankali-2023 (Thm 2), against Monte Carlo and numpy."""
+"""mahankali-2023: the inverse-covariance-prior optimum (Thm 2) against Monte Carlo and numpy, the map from the
+paper's (W^PV, W^KQ) to icl-sim's LSA, and the checks' kinds."""
+import math
+
+import numpy
 import pytest
 import sympy
 import torch
 
-from icl_sim.checks import monte_carlo
+from icl_sim.checks import claim_check, monte_carlo
+from icl_sim.models import build_model
+from icl_sim.paper_repro.measures import layer_preconditioners
 from icl_sim.paper_repro import mahankali_2023
 from icl_sim.seeding import make_generator
 from icl_sim.tasks import LinearRegression
@@ -79,3 +85,59 @@ def test_a_risk_claim_check_takes_one_risk_per_seed_and_the_risk_checks_band():
     assert check.passed  # the seeds' interval [1.998, 2.024] lies inside 2 ± 0.1
     assert not risk_claim_check("optimal-step", "risk", 2.0, [2.01, 2.2], [0.01, 0.03], slack=0.02,
                                 source="Thm 1").passed
+
+
+def _paper_prediction(value, key_query, xs, ys):
+    """The paper's readout in numpy: ŷ = [W^PV (Σ_{i≤n} z_i z_iᵀ / n) W^KQ z_q]_{d+1}, z_q = (x_q, 0)."""
+    xs, ys, value, key_query = (t.numpy() for t in (xs, ys, value, key_query))
+    context = numpy.concatenate([xs[:, :-1], ys[:, :-1, None]], axis=-1)  # (B, n, d+1)
+    query = numpy.concatenate([xs[:, -1], numpy.zeros((len(xs), 1))], axis=-1)
+    moments = numpy.einsum("bni,bnj->bij", context, context) / context.shape[1]
+    return numpy.einsum("i,bij,jk,bk->b", value[-1], moments, key_query, query)
+
+
+def test_the_papers_optimum_maps_to_icl_sims_lsa_and_reads_back_eta_gamma():
+    """W^PV = e eᵀ, W^KQ = [[ηΓ, 0], [0, 0]] mapped by to_icl_sim predict the paper's ŷ = (η/n) Σ y_i x_iᵀ Γ x_q
+    in icl-sim's lsa, and its effective preconditioner reads B = ηΓ (the map of the module docstring)."""
+    dim, n = 3, 7
+    gamma = _rotated_covariance([2.0, 1.0, 0.25], seed=3)
+    eta = optimal_step(dim, n, 0.5)
+    value, key_query = mahankali_2023.paper_weights(eta, gamma)
+    weights = mahankali_2023.to_icl_sim(value, key_query)
+    model = build_model("lsa", dim, n + 1, layers=1).double()
+    with torch.no_grad():
+        model.value.copy_(weights["value"])
+        model.key_query.copy_(weights["key_query"])
+    prompt = LinearRegression(dim=dim, points=n + 1, noise=0.5).sample(64, make_generator(5, "eval", 0),
+                                                                      dtype=torch.float64)
+    ours = model.predict(prompt.xs, prompt.ys)[:, -1]
+    papers = _paper_prediction(value, key_query, prompt.xs, prompt.ys)
+    gd_step = eta * numpy.einsum("bn,bnd,de,be->b", prompt.ys[:, :-1].numpy(), prompt.xs[:, :-1].numpy(),
+                                 gamma.numpy(), prompt.xs[:, -1].numpy()) / n
+    assert ours.numpy() == pytest.approx(papers, rel=1e-10, abs=1e-12)
+    assert papers == pytest.approx(gd_step, rel=1e-10, abs=1e-12)
+    (preconditioner,) = layer_preconditioners(model)
+    assert preconditioner.numpy() == pytest.approx((eta * gamma).numpy(), rel=1e-10, abs=1e-12)
+
+
+def test_the_diagonal_spread_counts_only_a_positive_multiple_of_the_identity():
+    diagonal = torch.tensor([1.0, 1.05, 0.95], dtype=torch.float64)
+    assert mahankali_2023.diagonal_spread(diagonal) == pytest.approx(0.1 / 1.0, rel=1e-12)
+    assert mahankali_2023.diagonal_spread(-diagonal) == math.inf  # −ηI ascends the loss: no GD step
+    check = claim_check("nonlinear-link-plain-gd", "spread", 0.1, [mahankali_2023.diagonal_spread(-diagonal)] * 3,
+                        relation="at_most")
+    assert not check.passed
+
+
+def test_the_risk_check_is_sanity_with_three_standard_errors_plus_two_percent():
+    (d, n, sigma), name = mahankali_2023.SCALES["smoke"].grid[0], "iso-d4-n8-sigma0"
+    rows = []
+    for seed in range(2):
+        rows += [{"run": name, "seed": seed, "quantity": "optimal_step", "value": optimal_step(d, n, sigma)},
+                 {"run": name, "seed": seed, "quantity": "learned_step", "value": optimal_step(d, n, sigma)},
+                 {"run": name, "seed": seed, "quantity": "risk", "value": one_step_gd_risk(d, n, sigma)},
+                 {"run": name, "seed": seed, "quantity": "risk_standard_error", "value": 0.01},
+                 {"run": name, "seed": seed, "quantity": "risk_formula", "value": one_step_gd_risk(d, n, sigma)}]
+    check = mahankali_2023._risk_check({"rows": rows}, name, "x", "Thm 1")
+    assert check.kind == "sanity" and check.passed
+    assert check.tolerance == pytest.approx(3 * 0.01 + 0.02 * one_step_gd_risk(d, n, sigma), rel=1e-12)

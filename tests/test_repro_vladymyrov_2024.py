@@ -1,5 +1,8 @@
-"""The oracle ridge behind vladymyrov-2024: a per-prompt λ = σ²/s² (``Ridge.oracle``), against numpy."""
+"""vladymyrov-2024: the oracle ridge (a per-prompt λ = σ²/s², ``Ridge.oracle``) and the noise estimate of AdaRR and
+TunedRR against numpy and Monte Carlo, and the claim checks' per-seed values."""
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -67,23 +70,70 @@ def test_oracle_with_a_noiseless_prompt_is_least_squares_once_the_prefix_holds_d
     torch.testing.assert_close(preds[:1, TASK.dim:], ols[:, TASK.dim:], rtol=1e-8, atol=1e-8)
 
 
+def _results(repro, sigma_maxes, layers):
+    """Rows as ``measure`` writes them: ConstRR 0.5, TunedRR 0.1, AdaRR 0.15, GD++ 0.45 and two seeds of FULL and
+    DIAG, (0.2, 0.25) and (0.3, 0.1), at every σ_max."""
+    def row(sigma_max, predictor, quantity, value, layer=0, seed=0):
+        return {"sigma_max": sigma_max, "predictor": predictor, "quantity": quantity, "layers": layer, "seed": seed,
+                "value": value, "standard_error": 0.01}
+
+    rows = []
+    for sigma_max in sigma_maxes:
+        rows += [row(sigma_max, f"ridge λ={lam:g}", "adjusted_loss", 0.5) for lam in repro.LAMBDAS]
+        rows += [row(sigma_max, name, "adjusted_loss", value) for name, value in
+                 (("ConstRR", 0.5), ("TunedRR", 0.1), ("AdaRR", 0.15))]
+        rows.append(row(sigma_max, "GD++", "adjusted_loss", 0.45, layers))
+        for seed, (full, diag) in enumerate([(0.2, 0.25), (0.3, 0.1)]):
+            for label, value in (("FULL", full), ("DIAG", diag)):
+                rows += [row(sigma_max, label, "adjusted_loss", value, layers, seed)]
+                rows += [row(sigma_max, label, f"loss_minus_{name}", value - reference, layers, seed)
+                         for name, reference in (("ConstRR", 0.5), ("AdaRR", 0.15), ("GD++", 0.45))]
+    return {"rows": rows, "tuned": {f"{sigma_max:g}": {"const_lambda": 1.0} for sigma_max in sigma_maxes}}
+
+
 def test_claim_checks_take_one_value_per_seed_from_that_seeds_models():
-    """Seed k's DIAG − FULL gap pairs seed k's two models; the loss differences are the seeds' own rows."""
+    """Seed k's DIAG − FULL gap pairs seed k's two models; the loss differences are the seeds' own rows; the
+    TunedRR contrast is |FULL − TunedRR| − |FULL − ConstRR| per seed."""
     from icl_sim.paper_repro import vladymyrov_2024 as repro
 
-    settings = repro.SCALES["smoke"]
-    rows = [{"predictor": f"ridge λ={lam:g}", "quantity": "adjusted_loss", "layers": 0, "seed": 0, "value": 0.5,
-             "standard_error": 0.01} for lam in repro.LAMBDAS]
-    for seed, (full, diag) in enumerate([(0.2, 0.25), (0.3, 0.1)]):
-        for label, value in (("FULL", full), ("DIAG", diag)):
-            rows += [{"predictor": label, "quantity": "adjusted_loss", "layers": 1, "seed": seed, "value": value,
-                      "standard_error": 0.01},
-                     {"predictor": label, "quantity": "loss_minus_const_rr", "layers": 1, "seed": seed,
-                      "value": value - 0.5, "standard_error": 0.01}]
-    checks = repro.checks({"rows": rows, "best_lambda": 1.0}, settings)
-    claims = [check for check in checks if check.kind == "claim"]
-    assert [check.claim for check in claims] == ["beats-const-rr", "diag-matches-full", "diag-matches-full"]
-    assert claims[0].per_seed == pytest.approx((-0.3, -0.2))
-    assert claims[1].per_seed == pytest.approx((-0.25, -0.4))
-    assert claims[2].per_seed == pytest.approx((0.1, 0.4))  # |0.25 − 0.2| / 0.5, |0.1 − 0.3| / 0.5
-    assert all(check.kind == "sanity" and check.passed for check in checks[:len(repro.LAMBDAS)])
+    settings = dataclasses.replace(repro.SCALES["smoke"], sigma_maxes=(3.0,))
+    claims = {}
+    for check in repro.checks(_results(repro, settings.sigma_maxes, settings.layers[0]), settings):
+        claims.setdefault(check.claim, []).append(check.per_seed)
+    assert len(claims.pop(None)) == len(repro.LAMBDAS)
+    assert claims["beats-const-rr"][0] == pytest.approx((-0.3, -0.2))
+    assert claims["beats-gd-plus-plus"][0] == pytest.approx((-0.25, -0.15))
+    assert claims["beats-ada-rr"][0] == pytest.approx((0.05, 0.15))
+    assert claims["comparable-to-tuned-rr"][0] == pytest.approx((0.1 - 0.3, 0.2 - 0.2))
+    assert claims["diag-matches-full"][0] == pytest.approx((-0.25, -0.4))
+    assert claims["diag-matches-full"][1] == pytest.approx((0.1, 0.4))  # |0.25 − 0.2| / 0.5, |0.1 − 0.3| / 0.5
+
+
+def test_the_smaller_sigma_maxes_of_the_sweep_are_the_sweep_claims_checks():
+    from icl_sim.paper_repro import vladymyrov_2024 as repro
+
+    settings = repro.SCALES["smoke"]  # σ_max = 1 and 3
+    checks = repro.checks(_results(repro, settings.sigma_maxes, settings.layers[0]), settings)
+    by_level = {level: {check.claim for check in checks if check.quantity.startswith(f"σ_max = {level}")}
+                for level in (1, 3)}
+    assert by_level[1] == {None, "sigma-max-sweep"}
+    assert by_level[3] == {None} | {claim.id for claim in repro.CLAIMS} - {"sigma-max-sweep"}
+
+
+def test_the_residual_noise_estimate_is_numpys_and_unbiased():
+    """σ̂² = ‖y − X ŵ_OLS‖²/(n − d) against numpy's lstsq per prompt, and its mean against σ² (Monte Carlo)."""
+    from icl_sim.paper_repro import vladymyrov_2024 as repro
+
+    task = LinearRegression(dim=3, points=9, noise=0.7)
+    prompt = task.sample(20_000, make_generator(5, "eval"), dtype=torch.float64)
+    estimate = repro.residual_noise(prompt)
+    xs, ys = prompt.xs[:4, :-1].numpy(), prompt.ys[:4, :-1].numpy()
+    for b in range(4):
+        _, residual, _, _ = np.linalg.lstsq(xs[b], ys[b], rcond=None)
+        assert float(estimate[b]) == pytest.approx(float(residual[0]) / (8 - 3), rel=1e-9)
+    assert abs(float(estimate.mean()) - 0.49) < 4 * float(estimate.std()) / estimate.numel() ** 0.5
+    ridge = repro.adaptive_ridge(prompt, 0.5, 0.1)
+    torch.testing.assert_close(ridge.lam, 0.5 * estimate + 0.1)
+    with pytest.raises(ValueError, match="more context points"):
+        repro.residual_noise(LinearRegression(dim=4, points=4).sample(2, make_generator(6, "eval"),
+                                                                       dtype=torch.float64))

@@ -2,7 +2,8 @@
 
 * the ``preconditioner`` LSA predicts x_qᵀ Γ (1/n) Σ_j y_j x_j (Wu et al. 2024, Sec. 3) at every position;
 * ``preconditioner_risk`` of a trained Γ is its Monte Carlo risk, so excess risks may be computed exactly;
-* the bounds on R(Γ*)/R_Bayes: Jensen below and OLS above the Bayes risk, with one_step_gd_risk = R(Γ*);
+* Jensen's bound on R(Γ*)/R_Bayes, with one_step_gd_risk = R(Γ*); Γ*_N's risk at M ≠ N against Monte Carlo;
+* replicate seeds disjoint across runner seeds;
 * SGD and the geometric step-size schedule of the paper's Sec. 4.
 """
 import math
@@ -16,8 +17,8 @@ from icl_sim.models import build_model
 from icl_sim.paper_repro import wu_2023
 from icl_sim.seeding import make_generator
 from icl_sim.tasks import LinearRegression
-from icl_sim.theory.formulas import (ols_risk, one_step_gd_risk, preconditioned_gd_risk, preconditioner_risk,
-                                     ridge_bayes_risk)
+from icl_sim.theory.formulas import (one_step_gd_risk, optimal_preconditioner, preconditioned_gd_risk,
+                                     preconditioner_risk, ridge_bayes_risk)
 from icl_sim.training import learning_rate_factor, make_optimizer
 
 
@@ -52,16 +53,34 @@ def test_preconditioner_risk_of_a_layer_is_its_monte_carlo_risk():
 
 
 @pytest.mark.parametrize("noise", [0.1, 0.5, 2.0])
-def test_ratio_bounds_bracket_the_monte_carlo_ratio(noise):
+def test_the_jensen_bound_lies_above_the_monte_carlo_ratio(noise):
     dim, context = 5, 10
     identity = torch.eye(dim, dtype=torch.float64)
     optimum = one_step_gd_risk(dim, context, noise, 1.0)
     assert optimum == pytest.approx(float(preconditioned_gd_risk(identity, context, noise, 1.0)), rel=1e-12)
     bayes, se = ridge_bayes_risk(context, dim, 1.0, noise, samples=20_000)
-    low, high = wu_2023.ratio_bounds(dim, context, noise)
-    assert low <= optimum / (bayes - 5 * se) and optimum / (bayes + 5 * se) <= high
-    # the OLS bound is OLS's own risk formula
-    assert optimum / low == pytest.approx(float(ols_risk(context, dim, 1.0, noise)), rel=1e-12)
+    assert optimum / (bayes + 5 * se) <= wu_2023.jensen_ratio_bound(dim, context, noise)
+
+
+def test_the_optimum_for_n_tested_at_m_is_its_monte_carlo_risk_and_worse_than_the_optimum_for_m():
+    """Γ*_N on prompts of M ≠ N context points: preconditioner_risk at M is the layer's Monte Carlo risk there,
+    and above the risk of Γ*_M (the fixed-context-length claim's reference curves)."""
+    dim, n, m, noise = 3, 6, 24, 1.0
+    identity = torch.eye(dim, dtype=torch.float64)
+    gamma = optimal_preconditioner(identity, n, noise, 1.0)
+    prompt = LinearRegression(dim=dim, points=m + 1, noise=noise).sample(200_000, make_generator(4, "eval", 900),
+                                                                           dtype=torch.float64)
+    errors = (_model_with(gamma, dim, m + 1).predict(prompt.xs, prompt.ys)[:, -1] - prompt.ys[:, -1]) ** 2
+    formula = float(preconditioner_risk(gamma, identity, m, noise, 1.0))
+    assert abs(float(errors.mean()) - formula) < 5 * float(errors.std()) / math.sqrt(len(errors))
+    assert formula > float(preconditioned_gd_risk(identity, m, noise, 1.0)) + 0.01
+
+
+def test_replicate_seeds_are_disjoint_across_runner_seeds():
+    configs = wu_2023.runs(wu_2023.SCALES["quick"])
+    replicates = [config.seed for name, config in configs.items() if name.startswith(f"tasks-{2**7}-")]
+    blocks = [{seed + runner for seed in replicates} for runner in (0, 1, 2, 100, 101, 102)]
+    assert sum(len(block) for block in blocks) == len(set().union(*blocks)) == 6 * len(replicates)
 
 
 def test_geometric_schedule_and_sgd():
