@@ -165,7 +165,8 @@ class Heatmap:
 @dataclass(frozen=True)
 class Panel:
     """One axes of a reproduction figure, on the paper's scales (``"linear"`` or ``"log"``) and y range (``ylim``);
-    a panel with a ``heatmap`` draws that grid (x: its columns, y: its rows) instead of curves."""
+    a panel with a ``heatmap`` draws that grid (x: its columns, y: its rows) instead of curves.  ``xticks``, pairs
+    (x, label), replaces the x axis's ticks: a point drawn in for a value off the axis (M = ∞) is named there."""
 
     xlabel: str
     ylabel: str
@@ -176,6 +177,7 @@ class Panel:
     yscale: str = "linear"
     ylim: tuple[float, float] | None = None
     heatmap: Heatmap | None = None
+    xticks: Sequence[tuple[float, str]] = ()
 
 
 def draw_figure(stem, panels: Sequence[Panel], caption: str) -> list[Path]:
@@ -266,7 +268,7 @@ def _draw_heatmap(axes, panel: Panel) -> None:
 
 def _choose_ticks(axes, panel: Panel) -> None:
     """Integer ticks for an integer-valued linear axis; on a log axis the decades, or plain numbers within one."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
 
     ys = [y for curve in panel.curves for y in (*curve.y, *(curve.low or ()), *(curve.high or ()))]
     ys += [y for target in panel.targets for y in (target.value, target.low, target.high)]
@@ -284,6 +286,9 @@ def _choose_ticks(axes, panel: Panel) -> None:
             if math.floor(math.log10(high)) - math.ceil(math.log10(low)) < 1:  # ... or plain numbers within a decade
                 axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
                 axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.3g}"))
+    if panel.xticks:  # after the log axis's own formatting, which it replaces
+        axes.set_xticks([x for x, _ in panel.xticks], [label for _, label in panel.xticks])
+        axes.xaxis.set_minor_locator(NullLocator())
 
 
 def _check_path(path) -> Path:
