@@ -241,7 +241,7 @@ def test_the_gallery_page_opens_with_the_verdicts_and_tables_claims_apart_from_s
                              toy_checks({"rows": [{"seed": 0, "quantity": "loss", "value": 1.0}]}, None), 0.1)})
     lines = page.splitlines()
     header = lines.index("| reproduction | claims held | deferred | failed | sanity checks | quick minutes |")
-    assert lines[header + 2] == f"| [{name}](#{name}) | 0 of 3 | 0 | 3 | 0 of 0 | 0.2 |"
+    assert lines[header + 2] == f"| [{name}](#{name}) | 0 of 3 | 0 | 3 | 1 of 1 | 0.2 |"
     assert lines[header + 3] == "| [toy](#toy) | 1 of 2 | 0 | 1 | 1 of 1 | 0.1 |"
     claim_rows = [line for line in lines if line.startswith("| **one-gd-step**")]
     assert len(claim_rows) == 1 and claim_rows[0].endswith("| **FAILED** | fails |")

@@ -16,7 +16,8 @@ FOLDERS = {"icl_sim": "icl_sim", "tasks": "icl_sim.tasks", "theory": "icl_sim.th
 LAYERS = [
     ("core", ["icl_sim.prompt", "icl_sim.predictor", "icl_sim.seeding", "icl_sim.validation", "icl_sim.atomic",
               "icl_sim.params", "icl_sim.config", "icl_sim.checks", "icl_sim.memory",
-              "icl_sim.tensor_validation", "icl_sim.threads", "icl_sim.failures"]),
+              "icl_sim.tensor_validation", "icl_sim.threads", "icl_sim.failures", "icl_sim.executors",
+              "icl_sim.mapping_files"]),
     ("theory", ["icl_sim.theory"]),
     ("tasks", ["icl_sim.tasks"]),
     ("models, training", ["icl_sim.models", "icl_sim.training", "icl_sim.run_io", "icl_sim.ensemble",
@@ -24,7 +25,7 @@ LAYERS = [
     ("probing, evaluation, plots", ["icl_sim.evaluation", "icl_sim.probing", "icl_sim.probe_metrics",
                                     "icl_sim.latent_probes", "icl_sim.weight_comparison", "icl_sim.plots",
                                     "icl_sim.reports"]),
-    ("claims and reproductions", ["icl_sim.claims", "icl_sim.paper_repro", "icl_sim.sweep"]),
+    ("claims and reproductions", ["icl_sim.claims", "icl_sim.paper_repro", "icl_sim.sweep", "icl_sim.catalogue"]),
     ("cli", ["icl_sim.cli"]),
 ]
 #: the package's own ``__init__`` re-exports from any layer: it sits on top
