@@ -24,6 +24,7 @@ D, N, SIGMA = SETTINGS.dim, SETTINGS.exemplars, max(SETTINGS.noises)
 
 
 def test_ilwd_of_two_linear_learners_is_their_squared_weight_distance():
+    """… and the per-prompt terms the checks average (or take the median of) average to SPD and ILWD."""
     task = SETTINGS.task(SIGMA)
     prompt = task.sample(64, make_generator(5, "eval", 0), dtype=torch.float64)
     learners = akyurek_2023.algorithms(SETTINGS, SIGMA)
@@ -33,6 +34,9 @@ def test_ilwd_of_two_linear_learners_is_their_squared_weight_distance():
     distance = ((weights["least squares"] - weights["one GD step"]) ** 2).sum(-1).mean()
     assert compare(ols, gd, last(prompt.target))["weight_difference"] == pytest.approx(distance, rel=1e-9)
     np.testing.assert_allclose(ols.weights.numpy(), weights["least squares"], rtol=1e-8, atol=1e-10)
+    terms, metrics = akyurek_2023.per_prompt_differences(ols, gd), compare(ols, gd, last(prompt.target))
+    assert float(terms["SPD"].mean()) == pytest.approx(metrics["squared_prediction_difference"], rel=1e-12)
+    assert float(terms["ILWD"].mean()) == pytest.approx(metrics["weight_difference"], rel=1e-12)
 
 
 def _numpy_risks(samples: int = 40_000, seed: int = 0) -> dict[str, tuple[float, float]]:
@@ -79,17 +83,19 @@ def test_quick_mlp_probe_decodes_a_product_latent_that_a_linear_probe_cannot():
 
 
 def test_claim_checks_take_one_ratio_per_seed_from_that_seeds_models():
-    settings = akyurek_2023.SCALES["smoke"]  # depths 1, 2; σ ∈ {0, 0.5}; the probed GPT's middle layer 1
+    settings = akyurek_2023.SCALES["smoke"]  # GPT depths 1, 2 (σ = 0.5: 2), LSA 1, 2; the probed GPT's layer 1
     spd = {(0.0, 1): {"one GD step": (1.0, 3.0), "least squares": (4.0, 2.0)},
            (0.0, 2): {"one GD step": (5.0, 2.0), "least squares": (1.0, 4.0)},
-           (0.5, 2): {"one GD step": (4.0, 4.0), "least squares": (2.0, 8.0), "Bayes ridge": (1.0, 2.0)}}
-    rows = [{"noise": noise, "depth": depth, "seed": seed, "predictor": "model", "against": against, "metric": metric,
-             "value": values[seed] * (2 if metric == "ILWD" else 1)}
-            for (noise, depth), by_algorithm in spd.items() for against, values in by_algorithm.items()
-            for seed in (0, 1) for metric in ("SPD", "ILWD")]
-    probes = [{"seed": seed, "target": target, "layer": 1, "probe": "mlp", "metric": "r2", "value": value}
-              for seed, by_target in enumerate(({"xty": 0.6, "w": 0.5}, {"xty": 0.4, "w": 0.45}))
-              for target, value in by_target.items()]
+           (0.5, 2): {"one GD step": (4.0, 4.0), "least squares": (2.0, 8.0), "Bayes ridge": (1.0, 2.0)},
+           (0.5, 1): {"one GD step": (1.0, 1.0), "least squares": (1.0, 1.0), "Bayes ridge": (1.0, 1.0)}}
+    rows = [{"family": family, "noise": noise, "depth": depth, "seed": seed, "examples": settings.exemplars,
+             "predictor": "model", "against": against, "metric": metric,
+             "value": values[seed] * (2 if metric == "ILWD" else 1) * (10 if family == "lsa" else 1)}
+            for family in ("gpt", "lsa") for (noise, depth), by_algorithm in spd.items()
+            for against, values in by_algorithm.items() for seed in (0, 1) for metric in ("SPD", "ILWD")]
+    probes = [{"seed": seed, "target": target, "layer": 1, "probe": "mlp", "metric": metric, "value": value}
+              for seed, by_target in enumerate(({"xty": (0.6, 0.7), "w": (0.5, 0.6)}, {"xty": (0.4, 0.3), "w": (0.45, 0.5)}))
+              for target, values in by_target.items() for metric, value in zip(("r2", "selectivity"), values)]
     generator = torch.Generator().manual_seed(0)
     samples = 0.5 + 0.01 * torch.randn(100, dtype=torch.float64, generator=generator)
     identities = {"ilwd_probes": 1.0, "weight_distance": 1.0, "spd_over_distance": samples * 2,
@@ -98,7 +104,23 @@ def test_claim_checks_take_one_ratio_per_seed_from_that_seeds_models():
     by_claim = {}
     for check in checks:
         by_claim.setdefault(check.claim, []).append(check.per_seed)
-    assert by_claim["depth-gd-to-least-squares"] == [(0.25, 1.5), (0.2, 2.0), (0.25, 1.5), (0.2, 2.0)]
-    assert by_claim["noise-bayes-ridge"] == [(0.5, 0.25), (0.25, 0.5)]
-    assert by_claim["probes-xty-before-w"] == [(0.6, 0.4), pytest.approx((0.1, -0.05))]
+    depth_ratios = [(0.25, 1.5), (0.2, 2.0), (0.25, 1.5), (0.2, 2.0)]
+    assert by_claim["depth-gd-to-least-squares"] == by_claim["lsa-depth-extra"] == depth_ratios
+    assert by_claim["noise-bayes-ridge"] == by_claim["lsa-noise-extra"] == [(0.5, 0.25), (0.25, 0.5)]
+    assert by_claim["probes-xty-before-w"] == [(0.7, 0.3), pytest.approx((0.1, -0.05))]
     assert len(by_claim[None]) == 5 and all(check.passed for check in checks if check.kind == "sanity")
+
+
+def test_lsa_extra_reads_the_median_over_prompts_and_the_gpt_the_paper_mean():
+    """A heavy-tailed set of per-prompt differences: one prompt must not decide the LSA's statistic."""
+    values = torch.tensor([0.01, 0.02, 0.03, 1e12], dtype=torch.float64)
+    assert akyurek_2023._statistic(values, akyurek_2023.STATISTICS["lsa"]) == pytest.approx(0.02)
+    assert akyurek_2023._statistic(values, akyurek_2023.STATISTICS["gpt"]) == pytest.approx(2.5e11)
+
+
+def test_prefix_prompts_and_the_step_size_follow_the_number_of_examples():
+    prompt = SETTINGS.task(0.0).sample(4, make_generator(5, "eval", 0), dtype=torch.float64)
+    short = akyurek_2023.prefix(prompt, 3)
+    assert short.xs.shape == (4, 4, D) and torch.equal(short.xs, prompt.xs[:, :4])
+    gd = akyurek_2023.algorithms(SETTINGS, 0.0, examples=3)["one GD step"]
+    assert gd.lr == pytest.approx(3 / (3 + D + 1))  # η* = n/(n + d + 1), Mahankali et al. 2023
