@@ -43,7 +43,7 @@ REHEARSAL_STEPS = 1
 COUNTED_TIMING_SECONDS = 1.0
 #: held-out prompts per stream in a rehearsal, and steps of a measure's own fit (a probe's): enough to run every
 #: measure, not to judge it
-REHEARSAL_PROMPTS, REHEARSAL_FIT_STEPS = 64, 20
+REHEARSAL_PROMPTS, REHEARSAL_FIT_STEPS = 16, 20
 #: one H200's dense bf16 tensor-core throughput (NVIDIA's datasheet: 989 TFLOP/s; 1979 is with sparsity)
 H200_BF16_FLOPS = 989e12
 #: the fraction of that peak a training run is assumed to sustain

@@ -16,7 +16,8 @@ from icl_sim.paper_repro import von_oswald_2023
 from icl_sim.paper_repro.evidence import (DEFAULT_SEEDS, check_claim_wiring, claim_verdicts, failed, held_claims,
                                           summary_line)
 from icl_sim.paper_repro.gallery import GalleryEntry, gallery_page
-from icl_sim.paper_repro.rehearsal import (H200_BF16_FLOPS, REHEARSAL_FILE, REHEARSAL_STEPS, UTILISATION, RunCost,
+from icl_sim.paper_repro.rehearsal import (H200_BF16_FLOPS, REHEARSAL_FILE, REHEARSAL_FIT_STEPS, REHEARSAL_PROMPTS,
+                                           REHEARSAL_STEPS, UTILISATION, RunCost,
                                            StepCost, fewer_prompts, rehearse)
 from icl_sim.paper_repro.runner import CONTROL_FILE, run_reproduction, seed_block
 from icl_sim.paper_repro.spec import Claim, Paper, Reproduction
@@ -286,8 +287,8 @@ def test_a_rehearsal_builds_the_full_runs_trains_a_few_steps_and_projects_their_
 
 
 def test_a_rehearsal_shrinks_the_held_out_prompts_and_a_probes_fit_only():
-    assert fewer_prompts(TOY_SCALES["full"]) == ToySettings(50, 64)
-    assert fewer_prompts(ToySettings(50, 10)) == ToySettings(50, 10)
+    assert fewer_prompts(TOY_SCALES["full"]) == ToySettings(50, REHEARSAL_PROMPTS)
+    assert fewer_prompts(ToySettings(50, 10)) == ToySettings(50, min(10, REHEARSAL_PROMPTS))
 
     @dataclass(frozen=True)
     class Probing:
@@ -295,7 +296,7 @@ def test_a_rehearsal_shrinks_the_held_out_prompts_and_a_probes_fit_only():
         probe_fit_prompts: int
         mlp_probe_fit_steps: int
 
-    assert fewer_prompts(Probing(500_000, 65_536, 2000)) == Probing(500_000, 64, 20)
+    assert fewer_prompts(Probing(500_000, 65_536, 2000)) == Probing(500_000, REHEARSAL_PROMPTS, REHEARSAL_FIT_STEPS)
 
 
 def test_a_run_costs_its_step_times_its_steps():
