@@ -30,7 +30,7 @@ else:  # Python 3.10: the same parser, as a package
     import tomli as tomllib
 
 OPTIMIZERS = ("adam", "adamw", "sgd")
-LR_SCHEDULES = ("constant", "cosine", "geometric")
+LR_SCHEDULES = ("constant", "cosine", "geometric", "halving", "triangle")
 LOSS_POSITIONS = ("last", "all")
 DEVICES = ("auto", "cpu", "cuda")
 #: torch.compile's modes: reduce-overhead replays CUDA graphs, max-autotune also searches kernel configurations
@@ -94,11 +94,21 @@ class TrainConfig:
                                         metavar="B1 B2")
     adam_eps: float = _field(1e-8, "Adam's ε", minimum=0.0, strict=True)
     weight_decay: float = _field(0.0, "weight decay (decoupled for adamw)", minimum=0.0)
-    lr_schedule: str = _field("constant", "after warm-up: constant, cosine decay to 0, or geometric (constant for "
-                              "s/log2 s steps, then halved every (s − s/log2 s)/log2 s steps, Wu et al. 2024)",
+    lr_schedule: str = _field("constant", "after warm-up: constant, cosine decay to 0, geometric (constant for "
+                              "s/log2 s steps, then halved every (s − s/log2 s)/log2 s steps, Wu et al. 2024), "
+                              "halving (halved every lr_halving_every steps, Ahn et al. 2023), or triangle (Raventós "
+                              "et al. 2023: from 0 up to lr over warmup_steps, then linearly down to 0 at steps)",
                               choices=LR_SCHEDULES)
+    lr_halving_every: int = _field(0, "steps between halvings of the halving schedule (Ahn et al. 2023: 4000; "
+                                   "0 = no halving schedule)", minimum=0, added="2026-12-02")
     warmup_steps: int = _field(0, "steps of linear learning-rate warm-up", minimum=0)
     grad_clip: float = _field(0.0, "max gradient norm (0 = off)", minimum=0.0)
+    grad_clip_matrix: float = _field(0.0, "max gradient norm of each weight matrix (a parameter's last two axes; "
+                                     "Ahn et al. 2023: 0.01), applied before grad_clip (0 = off)", minimum=0.0,
+                                     added="2026-12-02")
+    batch_redraw_every: int = _field(1, "steps each training batch is reused before the next is drawn (Ahn et al. "
+                                     "2023: 100); batch t is the one drawn at step t − t mod this", minimum=1,
+                                     added="2026-12-02")
     loss_on: str = _field("last", "positions in the loss", choices=LOSS_POSITIONS,
                           default_text="the model's: lsa last, gpt all")
     seed: int = _field(0, "training seed (data, initialisation)", minimum=0)
@@ -137,6 +147,9 @@ class TrainConfig:
             check_float(f"betas[{index}]", beta, 0.0, maximum=1.0)
             if beta == 1.0:
                 raise ValueError(f"betas[{index}] must be < 1, got {beta}")
+        if (self.lr_schedule == "halving") != (self.lr_halving_every > 0):
+            raise ValueError(f"lr_halving_every must be >= 1 with lr_schedule 'halving' and 0 otherwise; got "
+                             f"{self.lr_halving_every} with lr_schedule {self.lr_schedule!r}")
         if self.compile_mode != "default" and not self.compile:
             raise ValueError(f"compile_mode {self.compile_mode!r} needs compile to be true")
         object.__setattr__(self, "betas", tuple(self.betas))  # JSON gives a list

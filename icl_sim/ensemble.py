@@ -36,8 +36,8 @@ from icl_sim.distributed import current_world, launched_by_torchrun
 from icl_sim.models import InContextModel
 from icl_sim.prompt import Prompt
 from icl_sim.tasks import make_task
-from icl_sim.training import (RunLog, autocast_context, initial_state, make_optimizer, make_scheduler,
-                              resolve_device, start_run, task_loss, training_batch)
+from icl_sim.training import (RunLog, autocast_context, clip_matrix_norms_, initial_state, make_optimizer,
+                              make_scheduler, resolve_device, start_run, task_loss, training_batch)
 
 #: TrainConfig fields that may differ between the runs of an ensemble; all others must be equal
 PER_RUN_FIELDS = ("task_params", "seed", "lr", "optimizer", "betas", "adam_eps", "weight_decay", "lr_schedule",
@@ -116,9 +116,14 @@ class _Group:
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LRScheduler
     max_norms: torch.Tensor  # each member's grad_clip (0: off)
+    matrix_clip: float = 0.0  # the members' grad_clip_matrix (0: off), applied first
 
     def clip_gradients(self) -> None:
-        """``clip_grad_norm_`` applied to each member alone: its gradient's norm, not the stack's."""
+        """``clip_grad_norm_`` applied to each member alone: its gradient's norm, not the stack's (after each
+        member's matrices are clipped by ``matrix_clip``, as ``optimisation_step`` does)."""
+        if self.matrix_clip:
+            for weight in self.weights:
+                clip_matrix_norms_(weight.grad, self.matrix_clip, weight.dim() - 1)
         if not bool((self.max_norms > 0).any()):
             return
         grads = [weight.grad for weight in self.weights]
@@ -191,7 +196,7 @@ def _group(members: list[int], runs: list, configs: Sequence[TrainConfig], devic
     optimizer.load_state_dict(_stacked_state([runs[index][1].state_dict() for index in members], weights))
     scheduler.load_state_dict(runs[members[0]][2].state_dict())
     max_norms = torch.tensor([configs[index].grad_clip for index in members], device=device)
-    return _Group(members, list(weights), optimizer, scheduler, max_norms)
+    return _Group(members, list(weights), optimizer, scheduler, max_norms, config.grad_clip_matrix)
 
 
 def _stacked_state(states: list[dict], weights: list[torch.Tensor]) -> dict:

@@ -48,16 +48,22 @@ def resolve_device(name: str) -> torch.device:
 
 
 def learning_rate_factor(config: TrainConfig) -> Callable[[int], float]:
-    """Linear warm-up over ``warmup_steps``, then constant, cosine decay to zero at ``steps``, or geometric.
+    """The factor of ``lr`` at each step: linear warm-up over ``warmup_steps``, then constant, cosine decay to zero at
+    ``steps``, geometric or halving; or Raventós et al.'s triangle, which has its own rise.
 
     Geometric (the decaying step size of Wu et al. 2024, Sec. 4, after Wu et al. 2022): over the
     s steps after warm-up, constant for the first s₁ = ⌈s/log₂ s⌉, then halved every ⌈(s − s₁)/log₂ s⌉.
+    Halving (Ahn et al. 2023's notebooks, ``lr *= 0.5`` when t % 4000 == 0 and t > 1): 0.5^⌊t'/K⌋ at step t'
+    after warm-up, K = ``lr_halving_every``.  Triangle (Raventós et al. 2023, ``icl/optim.py``: two optax linear
+    schedules joined at W = ``warmup_steps``): t/W at step t < W (0 at the first step), then (s − t)/(s − W).
     """
     remaining = max(1, config.steps - config.warmup_steps)
     first = math.ceil(remaining / max(1.0, math.log2(remaining)))
     phase = max(1, math.ceil((remaining - first) / max(1.0, math.log2(remaining))))
 
     def factor(step: int) -> float:
+        if config.lr_schedule == "triangle":
+            return triangle_factor(step, config.warmup_steps, config.steps)
         if step < config.warmup_steps:
             return (step + 1) / config.warmup_steps
         if config.lr_schedule == "constant":
@@ -65,15 +71,31 @@ def learning_rate_factor(config: TrainConfig) -> Callable[[int], float]:
         if config.lr_schedule == "geometric":
             after = step - config.warmup_steps - first
             return 1.0 if after < 0 else 0.5 ** (after // phase + 1)
+        if config.lr_schedule == "halving":
+            return 0.5 ** ((step - config.warmup_steps) // config.lr_halving_every)
         progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
         return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
     return factor
 
 
+def triangle_factor(step: int, rise: int, steps: int) -> float:
+    """Raventós et al.'s triangle at (0-based) ``step``: step/rise up to ``rise``, then linearly to 0 at ``steps``."""
+    if step < rise:
+        return step / rise
+    return max(0.0, (steps - step) / max(1, steps - rise))
+
+
+def drawn_at(config: TrainConfig, step: int) -> int:
+    """The step whose batch step ``step`` trains on: batches are redrawn every ``batch_redraw_every`` steps."""
+    return step - step % config.batch_redraw_every
+
+
 def training_batch(task: Task, config: TrainConfig, step: int, device: torch.device) -> Prompt:
     """Batch ``step`` of the run, shaped by the curriculum: this process's shards of it (all of them in a process
-    of its own, :mod:`icl_sim.distributed`), shard s a pure function of (seed, step, s)."""
+    of its own, :mod:`icl_sim.distributed`), shard s a pure function of (seed, step, s).  With
+    ``batch_redraw_every`` R > 1 it is the batch of step ``drawn_at(config, step)``, reused for R steps."""
+    step = drawn_at(config, step)
     points = config.curriculum_points.value_at(step, task.points) if config.curriculum_points else None
     dims = config.curriculum_dims.value_at(step, task.dim) if config.curriculum_dims else None
     shards = [task.sample(config.batch_size // config.batch_shards,
@@ -385,11 +407,28 @@ def optimisation_step(model: nn.Module, optimizer: torch.optim.Optimizer, schedu
         loss = task_loss(forward or model, prompt, task, config.loss_on, step)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
+    if config.grad_clip_matrix:
+        for parameter in model.parameters():
+            if parameter.grad is not None:
+                clip_matrix_norms_(parameter.grad, config.grad_clip_matrix, parameter.dim())
     if config.grad_clip:
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
     optimizer.step()
     scheduler.step()
     return loss
+
+
+@torch.no_grad()
+def clip_matrix_norms_(grad: torch.Tensor, max_norm: float, dims: int) -> None:
+    """Scale, in place, each matrix of ``grad`` whose Frobenius norm exceeds ``max_norm`` down to ``max_norm``.
+
+    The matrices are the last ``min(dims, 2)`` axes of a parameter with ``dims`` axes (a vector is one, a
+    scalar its own); ``grad`` may carry leading axes beyond them (an ensemble's runs).  As Ahn et al. 2023's
+    ``clip_and_step`` does for each (layer, head, P or Q) matrix: g ← g · max_norm/‖g‖ when ‖g‖ > max_norm.
+    """
+    axes = tuple(range(grad.dim() - min(dims, 2), grad.dim()))
+    norms = grad.abs() if not axes else torch.linalg.vector_norm(grad, dim=axes, keepdim=True)
+    grad.mul_(torch.where(norms > max_norm, max_norm / norms, torch.ones_like(norms)))
 
 
 def _run_steps(model, optimizer, scheduler, task, config, run_dir, device, state, progress, log_extra,
@@ -417,4 +456,4 @@ def _run_steps(model, optimizer, scheduler, task, config, run_dir, device, state
 
 
 def _active_dims(config: TrainConfig, task: Task, step: int) -> int:
-    return config.curriculum_dims.value_at(step, task.dim) if config.curriculum_dims else task.dim
+    return config.curriculum_dims.value_at(drawn_at(config, step), task.dim) if config.curriculum_dims else task.dim
