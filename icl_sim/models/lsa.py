@@ -80,6 +80,8 @@ from icl_sim.theory.constructions import gd_lsa_weights
 from icl_sim.validation import check_choice, check_float, check_int
 
 PARAMETERISATIONS = ("full", "diagonal", "preconditioner", "sparse")
+#: initialisations: every entry N(0, init_scale²), or Zhang, Frei & Bartlett 2024's (full parameterisation only)
+INITS = ("gaussian", "zfb")
 
 
 @dataclass(frozen=True)
@@ -104,12 +106,19 @@ class LSAConfig:
                 "equals the per-prefix model for one layer only"})
     recurrent: bool = field(default=False, metadata={
         "help": "every layer shares one set of weights (von Oswald et al. 2023's recurrent LSA)"})
+    init: str = field(default="gaussian", metadata={
+        "help": "gaussian: every entry N(0, init_scale²); zfb: Zhang, Frei & Bartlett 2024's initialisation, "
+                "P = −σ on the label block, Q = σ[[ΘΘᵀ, 0], [0, 0]] with ‖ΘΘᵀ‖_F = 1 (Θ Gaussian), σ = init_scale, "
+                "all else 0 (full parameterisation)"})
 
     def __post_init__(self):
         check_int("layers", self.layers, 1)
         check_int("heads", self.heads, 1)
         check_float("init_scale", self.init_scale, 0.0)
         check_choice("parameterisation", self.parameterisation, PARAMETERISATIONS)
+        check_choice("init", self.init, INITS)
+        if self.init == "zfb" and self.parameterisation != "full":
+            raise ValueError(f"init 'zfb' needs parameterisation 'full', got {self.parameterisation!r}")
         for name in ("layer_norm", "mlp", "causal", "recurrent"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
@@ -147,6 +156,8 @@ class LinearSelfAttention(InContextModel):
             shape = (layers, config.heads, width, width)
             self.value = nn.Parameter(config.init_scale * torch.randn(shape))  # P = W_PV per layer and head
             self.key_query = nn.Parameter(config.init_scale * torch.randn(shape))  # Q = W_KQ per layer and head
+            if config.init == "zfb":
+                self._zfb_initialisation()
         elif config.parameterisation == "preconditioner":  # Γ per layer and head; P fixed
             self.preconditioner = nn.Parameter(config.init_scale * torch.randn(layers, config.heads, dim, dim))
         elif config.parameterisation == "sparse":  # A (the preconditioner) and B (the feature update) per layer, head
@@ -166,6 +177,20 @@ class LinearSelfAttention(InContextModel):
                 for linear in (mlp[0], mlp[2]):
                     nn.init.normal_(linear.weight, std=config.init_scale)
                     nn.init.zeros_(linear.bias)
+
+    @torch.no_grad()
+    def _zfb_initialisation(self) -> None:
+        """Zhang, Frei & Bartlett 2024's initialisation (Sec. 3): W^PV = σ [[0, 0], [0, 1]] and
+        W^KQ = σ [[ΘΘᵀ, 0], [0, 0]] with ‖ΘΘᵀ‖_F = 1, here Θ with N(0, 1) entries, per layer and head.  Their
+        prediction is +(the query's label slot), ours −: P = −W^PV gives the same predictor, and gradient flow
+        (or GD) maps one onto the other."""
+        dim, sigma = self.dim, self.config.init_scale
+        theta = torch.randn(*self.key_query.shape[:-2], dim, dim)
+        gram = theta @ theta.transpose(-1, -2)
+        self.value.zero_()
+        self.key_query.zero_()
+        self.key_query[..., :dim, :dim] = sigma * gram / torch.linalg.matrix_norm(gram, keepdim=True)
+        self.value[..., dim:, dim:] = -sigma * torch.eye(self.target_dim)
 
     def attention_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(P, Q), each (layers, heads, d + k, d + k); a recurrent model repeats its one layer's."""
