@@ -30,11 +30,11 @@ def build() -> dict:
     from icl_sim.claims import CLAIMS
     from icl_sim.paper_repro import REPRODUCTIONS
 
-    return {"tasks": _tasks_listing(), "theory": _theory_listing(CLAIMS), "repro": _repro_listing(REPRODUCTIONS),
+    return {"tasks": tasks_listing(), "theory": theory_listing(CLAIMS), "repro": repro_listing(REPRODUCTIONS),
             "reproductions": list(REPRODUCTIONS), "claims": list(CLAIMS)}
 
 
-def _tasks_listing() -> list[str]:
+def tasks_listing() -> list[str]:
     from icl_sim.params import parameter_table
     from icl_sim.tasks import TASKS
 
@@ -48,12 +48,12 @@ def _tasks_listing() -> list[str]:
     return lines + ["Set any of these with  icl-sim train --task NAME --task-param KEY=VALUE"]
 
 
-def _theory_listing(claims) -> list[str]:
+def theory_listing(claims) -> list[str]:
     return [line for claim in claims.values()
             for line in (f"{claim.name:<30} {claim.summary}", f"{'':<30} source: {claim.source}")]
 
 
-def _repro_listing(reproductions) -> list[str]:
+def repro_listing(reproductions) -> list[str]:
     lines = []
     for name, reproduction in reproductions.items():
         paper = reproduction.paper

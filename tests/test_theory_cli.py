@@ -6,6 +6,7 @@ import sympy
 import torch
 from click.testing import CliRunner
 
+from icl_sim import catalogue
 from icl_sim.cli import cli
 from icl_sim.checks import exact, monte_carlo
 from icl_sim.claims import CLAIMS, Claim
@@ -35,6 +36,9 @@ WRONG = Claim("wrong-moment", "nowhere", "E[z²] = 2 (false)", derive_square,
 def stand_ins(monkeypatch):
     monkeypatch.setitem(CLAIMS, STAND_IN.name, STAND_IN)
     monkeypatch.setitem(CLAIMS, WRONG.name, WRONG)
+    listed = catalogue.read()  # the command line lists and checks claims from the catalogue
+    monkeypatch.setattr(catalogue, "read", lambda: {**listed, "claims": list(CLAIMS),
+                                                    "theory": catalogue.theory_listing(CLAIMS)})
 
 
 def invoke(*args):
