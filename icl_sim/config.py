@@ -13,21 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 import typing
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
+from icl_sim.mapping_files import read_settings_file
 from icl_sim.params import typed_parameters
 from icl_sim.validation import check_choice, check_float, check_int
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10: the same parser, as a package
-    import tomli as tomllib
 
 OPTIMIZERS = ("adam", "adamw", "sgd")
 LR_SCHEDULES = ("constant", "cosine", "geometric", "halving", "triangle")
@@ -172,26 +164,13 @@ class TrainConfig:
 #: the fields added after runs were first saved -> their default, the behaviour of the runs saved before them
 ADDED_FIELDS = {spec.name: spec.default for spec in dataclasses.fields(TrainConfig) if "added" in spec.metadata}
 
-#: config file suffix -> parser of its text
-CONFIG_FORMATS = {".yaml": yaml.safe_load, ".yml": yaml.safe_load, ".json": json.loads, ".toml": tomllib.loads}
-
-
 def read_config_file(path) -> dict[str, Any]:
     """The TrainConfig fields in a YAML, JSON or TOML file (a run's ``config.json`` too), typed, not yet merged.
 
-    Unknown keys and unparsable files raise a one-line ``ValueError`` naming the file and the key;
-    the values' ranges are checked when the TrainConfig is built.
+    Unknown keys, a key given twice and unparsable files raise a one-line ``ValueError`` naming the file and
+    the key; the values' ranges are checked when the TrainConfig is built.
     """
-    path = Path(path)
-    parser = CONFIG_FORMATS.get(path.suffix.lower())
-    if parser is None:
-        raise ValueError(f"config file must end in {', '.join(CONFIG_FORMATS)}; got {str(path)!r}")
-    try:
-        data = parser(path.read_text())
-    except OSError as error:
-        raise ValueError(f"cannot read config file {str(path)!r}: {error.strerror}") from None
-    except (yaml.YAMLError, json.JSONDecodeError, tomllib.TOMLDecodeError) as error:
-        raise ValueError(f"cannot parse config file {str(path)!r}: {' '.join(str(error).split())}") from None
+    data = read_settings_file(path, "config file")
     if data is None:
         return {}
     if not isinstance(data, Mapping):

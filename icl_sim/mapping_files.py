@@ -7,11 +7,16 @@ their file here.
 from __future__ import annotations
 
 import json
-import tomllib
+import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, as a package
+    import tomli as tomllib
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

@@ -117,10 +117,13 @@ def test_a_run_directory_config_reproduces_its_train_config(tmp_path):
     ("curriculum_dims: {start: 1, increment: 1}\n", "curriculum_dims"),
     ("steps: [4\n", "cannot parse"),
     ("- steps\n", "mapping"),
+    ("steps: 4\nlr: 0.1\nsteps: 5\n", "key 'steps' is given twice"),
+    ("task_params: {noise: 0.1, noise: 0.2}\n", "key 'noise' is given twice"),
+    (b"\xff\xfe\x00\x01", "not UTF-8 text"),
 ])
 def test_bad_file_is_one_line_naming_the_key(tmp_path, monkeypatch, text, named):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "run.yaml").write_text(text)
+    (tmp_path / "run.yaml").write_bytes(text if isinstance(text, bytes) else text.encode())
     result = invoke("train", "--config", "run.yaml", "--out", "x")
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
