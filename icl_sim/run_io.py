@@ -41,9 +41,7 @@ def save_config(run_dir, config: TrainConfig) -> None:
     """
     run_dir = Path(run_dir)
     text = config.to_json() + "\n"
-    replaced = _recorded_digests(run_dir, CONFIG_CHECKSUM_FILE)[:1]
-    new = hashlib.sha256(text.encode()).hexdigest()
-    write_text(run_dir / CONFIG_CHECKSUM_FILE, "".join(f"{digest}\n" for digest in [new, *replaced]))
+    _record_digest(run_dir, CONFIG_CHECKSUM_FILE, hashlib.sha256(text.encode()).hexdigest())
     write_text(run_dir / CONFIG_FILE, text)
 
 
@@ -92,8 +90,7 @@ def save_checkpoint(run_dir, state: dict) -> None:
     run_dir = Path(run_dir)
     with atomic_path(run_dir / CHECKPOINT_FILE) as temporary:
         torch.save(state, temporary)
-        replaced = _recorded_digests(run_dir)[:1]
-        write_text(run_dir / CHECKSUM_FILE, "".join(f"{digest}\n" for digest in [_sha256(temporary), *replaced]))
+        _record_digest(run_dir, CHECKSUM_FILE, _sha256(temporary))
 
 
 def load_checkpoint(run_dir, device="cpu") -> dict:
@@ -199,6 +196,13 @@ def _metric_lines(run_dir) -> list[tuple[str, dict]]:
 def _recorded_digests(run_dir, name: str = CHECKSUM_FILE) -> list[str]:
     path = Path(run_dir) / name
     return path.read_text(errors="replace").split() if path.is_file() else []
+
+
+def _record_digest(run_dir, name: str, digest: str) -> None:
+    """Atomically list ``digest`` in the checksum file ``name``, with the newest one listed before it (the
+    digest of the file about to be replaced)."""
+    listed = [digest, *_recorded_digests(run_dir, name)[:1]]
+    write_text(Path(run_dir) / name, "".join(f"{entry}\n" for entry in listed))
 
 
 def _sha256(path) -> str:
