@@ -224,8 +224,24 @@ def _draw_panel(axes, panel: Panel, colors: Mapping[str, tuple]) -> None:
     axes.set_ylabel(panel.ylabel)
     if panel.title:
         axes.set_title(panel.title)
-    if axes.get_legend_handles_labels()[0]:  # below the axes, where it covers no curve
-        axes.legend(frameon=False, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+    if axes.get_legend_handles_labels()[0]:  # below the axes and their x label, where it covers no curve
+        axes.legend(frameon=False, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=2,
+                    bbox_transform=_below_x_label(axes))
+
+
+def _below_x_label(axes):
+    """The axes' coordinates moved down past the x tick labels and the x label: a fixed distance in points
+    (a fraction of the axes' height would reach into the label when a figure's axes are short)."""
+    from matplotlib import rcParams
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.transforms import offset_copy
+
+    def points(size) -> float:
+        return FontProperties(size=size).get_size_in_points()
+
+    drop = (rcParams["xtick.major.size"] + rcParams["xtick.major.pad"] + points(rcParams["xtick.labelsize"])
+            + rcParams["axes.labelpad"] + points(rcParams["axes.labelsize"]))
+    return offset_copy(axes.transAxes, fig=axes.figure, y=-drop, units="points")
 
 
 def _draw_curve(axes, curve: Curve, color) -> None:

@@ -128,6 +128,14 @@ def test_legends_sit_below_the_axes_and_baselines_above_the_models():
     assert baseline.get_marker() == "x" and model.get_marker() == "o"  # a baseline on the model stays visible
 
 
+def test_a_legend_clears_the_x_label_of_short_axes():
+    panel = Panel("in-context examples", "error", [Curve(f"curve {i}", [1, 2], [1.0, 0.5]) for i in range(8)])
+    axes = Figure(figsize=(4.2, 2.0), layout="constrained").subplots()  # a panel squeezed by a long legend
+    _draw_panel(axes, panel, colors_by_label([panel]))
+    axes.figure.canvas.draw()
+    assert axes.get_legend().get_window_extent().y1 <= axes.xaxis.label.get_window_extent().y0
+
+
 def test_a_discrete_axis_gets_markers_and_error_bars_not_a_band():
     axes = _drawn(Panel("depth", "error", [Curve("model", [1, 2, 4], [1.0, 0.5, 0.2], [0.9, 0.4, 0.1],
                                                  [1.1, 0.6, 0.3], continuous=False)]))
