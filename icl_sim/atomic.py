@@ -3,24 +3,58 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
 
 @contextlib.contextmanager
 def atomic_path(path):
-    """Yield a temporary path beside ``path``; rename it over ``path`` only if the block succeeds."""
+    """Yield a temporary path beside ``path``; rename it over ``path`` only if the block succeeds.
+
+    A failed write in the block (a full disk) is an OSError naming ``path`` (:func:`naming_in_errors`).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(handle)
     try:
-        yield Path(temporary)
+        with naming_in_errors(path):
+            yield Path(temporary)
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
         os.replace(temporary, path)
     finally:
         if os.path.exists(temporary):
             os.remove(temporary)
+
+
+@contextlib.contextmanager
+def naming_in_errors(path):
+    """Run the block; an OSError in it that names no file (a failed ``write``: a full disk) is raised again naming
+    ``path``, so that the one-line error says which file could not be written."""
+    try:
+        yield
+    except OSError as error:
+        if error.filename is not None:
+            raise
+        raise OSError(error.errno, error.strerror or str(error), str(path)) from error
+
+
+@contextlib.contextmanager
+def removed_if_failed(directory):
+    """Run the block; if it raises, remove ``directory`` and the parents it created, when the block made them: a
+    failed command leaves no empty or half-filled output folder behind."""
+    created = Path(directory).absolute()
+    if created.exists():
+        yield
+        return
+    while not created.parent.exists():
+        created = created.parent
+    try:
+        yield
+    except BaseException:
+        shutil.rmtree(created, ignore_errors=True)
+        raise
 
 
 def remove_leftovers(directory) -> None:

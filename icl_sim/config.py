@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from icl_sim.mapping_files import read_settings_file
-from icl_sim.params import typed_parameters
-from icl_sim.validation import check_choice, check_float, check_int
+from icl_sim.params import parameter_name, typed_parameters
+from icl_sim.validation import LARGEST_INT, check_choice, check_float, check_int
 
 OPTIMIZERS = ("adam", "adamw", "sgd")
 LR_SCHEDULES = ("constant", "cosine", "geometric", "halving", "triangle")
@@ -27,6 +27,9 @@ LOSS_POSITIONS = ("last", "all")
 DEVICES = ("auto", "cpu", "cuda")
 #: torch.compile's modes: reduce-overhead replays CUDA graphs, max-autotune also searches kernel configurations
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+#: ``icl-sim train``'s shortcuts for a task or model parameter (:func:`icl_sim.reports.train_config`), which a
+#: config file or a sweep spec may hold beside the fields
+SHORTCUTS = ("dim", "points", "layers", "loops", "loop_window")
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,9 @@ class TrainConfig:
     checkpoint_every: int = _field(1000, "steps between checkpoints", minimum=1)
     checkpoint_minutes: float = _field(5.0, "minutes between checkpoints (besides every checkpoint_every steps)",
                                        minimum=0.0, strict=True)
+    init_from: str = _field("", "a new run from the trained weights of this run directory (its model and task "
+                            "shapes), with a fresh optimiser and schedule; recorded in config.json", metavar="RUN_DIR",
+                            default_text="none: initialised from the seed", added="2026-12-02")
 
     def __post_init__(self):
         hints = typing.get_type_hints(type(self))
@@ -126,7 +132,7 @@ class TrainConfig:
             if "choices" in metadata:
                 check_choice(spec.name, value, metadata["choices"])
             elif "minimum" in metadata and hints[spec.name] is int:
-                check_int(spec.name, value, metadata["minimum"])
+                check_int(spec.name, value, metadata["minimum"], LARGEST_INT)
             elif "minimum" in metadata:
                 check_float(spec.name, value, metadata["minimum"], strict=metadata.get("strict", False))
             elif hints[spec.name] is bool and not isinstance(value, bool):
@@ -165,7 +171,8 @@ class TrainConfig:
 ADDED_FIELDS = {spec.name: spec.default for spec in dataclasses.fields(TrainConfig) if "added" in spec.metadata}
 
 def read_config_file(path) -> dict[str, Any]:
-    """The TrainConfig fields in a YAML, JSON or TOML file (a run's ``config.json`` too), typed, not yet merged.
+    """The TrainConfig fields in a YAML, JSON or TOML file (a run's ``config.json`` too), typed, not yet merged,
+    and the :data:`SHORTCUTS` it sets, as given (:func:`icl_sim.reports.train_config` reads both, as in a sweep spec).
 
     Unknown keys, a key given twice and unparsable files raise a one-line ``ValueError`` naming the file and
     the key; the values' ranges are checked when the TrainConfig is built.
@@ -177,6 +184,14 @@ def read_config_file(path) -> dict[str, Any]:
         raise ValueError(f"config file {str(path)!r} must hold a mapping of training settings, "
                          f"got {type(data).__name__}")
     try:
-        return typed_parameters(TrainConfig, data)
+        return typed_fields(data)
     except ValueError as error:
         raise ValueError(f"config file {str(path)!r}: {error}") from None
+
+
+def typed_fields(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` typed as TrainConfig fields (:func:`icl_sim.params.typed_parameters`), its :data:`SHORTCUTS`
+    kept as given: the settings of one file, a config file or a sweep spec's run."""
+    shortcuts = {parameter_name(name): value for name, value in values.items() if parameter_name(name) in SHORTCUTS}
+    fields = {name: value for name, value in values.items() if parameter_name(name) not in SHORTCUTS}
+    return {**typed_parameters(TrainConfig, fields), **shortcuts}

@@ -29,15 +29,16 @@ from typing import Callable, Sequence
 import torch
 from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from tqdm import tqdm
 
 from icl_sim.config import TrainConfig
 from icl_sim.distributed import current_world, launched_by_torchrun
 from icl_sim.models import InContextModel
+from icl_sim.progress import Progress
 from icl_sim.prompt import Prompt
 from icl_sim.tasks import make_task
 from icl_sim.training import (RunLog, autocast_context, clip_matrix_norms_, initial_state, make_optimizer,
-                              make_scheduler, resolve_device, start_run, task_loss, training_batch)
+                              make_scheduler, prepare_run_dir, resolve_device, restored_run,
+                              signals_stop_between_steps, stop_if_signalled, task_loss, training_batch)
 
 #: TrainConfig fields that may differ between the runs of an ensemble; all others must be equal
 PER_RUN_FIELDS = ("task_params", "seed", "lr", "optimizer", "betas", "adam_eps", "weight_decay", "lr_schedule",
@@ -146,8 +147,8 @@ def train_ensemble(configs: Sequence[TrainConfig], run_dirs: Sequence, *, resume
     Each run is what ``train(config, run_dir, resume=resume, log_extra=log_extra)`` would give, up to
     floating-point reduction order, with the same files in its directory.  Resumed runs must all
     continue from the same step.  If one run's loss becomes NaN, the ensemble stops with
-    ``TrainingDiverged`` and every run keeps its last checkpoint.  On Ctrl-C each run is checkpointed
-    as ``train`` would.
+    ``TrainingDiverged`` and every run keeps its last checkpoint.  On Ctrl-C or SIGTERM each run is
+    checkpointed as ``train`` would.
     """
     configs, run_dirs = list(configs), [Path(run_dir) for run_dir in run_dirs]
     check_ensemble(configs)
@@ -161,8 +162,9 @@ def train_ensemble(configs: Sequence[TrainConfig], run_dirs: Sequence, *, resume
         raise ValueError(f"resume: the runs stopped at different steps {starts}; an ensemble continues runs from "
                          f"one step, so resume them in groups that share it")
     tasks = [make_task(config.task, **config.task_params) for config in configs]
-    runs = [start_run(config, run_dir, device, state, resume=resume)
-            for config, run_dir, state in zip(configs, run_dirs, states)]
+    runs = [restored_run(config, run_dir, device, state) for config, run_dir, state in zip(configs, run_dirs, states)]
+    for config, run_dir, state in zip(configs, run_dirs, states):  # every run validated before any is written
+        prepare_run_dir(config, run_dir, state, resume=resume)
     groups = [_group(members, runs, configs, device) for members in _optimiser_groups(configs)]
     logs = []
     for group in groups:
@@ -172,7 +174,8 @@ def train_ensemble(configs: Sequence[TrainConfig], run_dirs: Sequence, *, resume
                                states[index], log_extra,
                                before_write=functools.partial(_sync, runs[index], group, position)))
     order = [index for group in groups for index in group.members]
-    _run_steps(groups, logs, order, tasks, configs, runs[0][0], device, starts[0], progress)
+    with signals_stop_between_steps():
+        _run_steps(groups, logs, order, tasks, configs, runs[0][0], device, starts[0], progress)
     for log in logs:
         log.before_write()
     return [model.eval() for model, _, _ in runs]
@@ -244,7 +247,7 @@ def _run_steps(groups: list[_Group], logs: list[RunLog], order: list[int], tasks
     def losses(weights: dict, xs: torch.Tensor, ys: torch.Tensor, target: torch.Tensor, step: int) -> torch.Tensor:
         return torch.func.functional_call(template, weights, (xs, ys, target, step))
 
-    bar = tqdm(total=steps, initial=start, disable=not progress, desc=f"train {len(order)} runs", dynamic_ncols=True)
+    shown = Progress(steps, start=start, desc=f"train {len(order)} runs", enabled=progress)
     try:
         for step in range(start, steps):
             prompts = [training_batch(tasks[index], configs[index], step, device) for index in order]
@@ -258,18 +261,17 @@ def _run_steps(groups: list[_Group], logs: list[RunLog], order: list[int], tasks
             for group in groups:
                 group.optimizer.zero_grad(set_to_none=True)
             loss.sum().backward()
+            for log in logs:
+                log.completed = step + 1  # the weights change from here: a half-done step is not checkpointed
             for group in groups:
                 group.step()
-            for log in logs:
-                log.completed = step + 1
             logged = [log.record(step, run_loss, prompt) for log, run_loss, prompt in zip(logs, loss.detach(), prompts)]
             logged = [mean for mean in logged if mean is not None]
-            if logged:
-                bar.set_postfix(loss=f"{min(logged):.4g}..{max(logged):.4g}")
-            bar.update(1)
-    except KeyboardInterrupt:
+            shown.advance(step + 1, f"{min(logged):.4g}..{max(logged):.4g}" if logged else None)
+            stop_if_signalled()
+    except KeyboardInterrupt as interrupt:
         for log in logs:
-            log.interrupted()
+            log.interrupted(interrupt)
         raise
     finally:
-        bar.close()
+        shown.close()

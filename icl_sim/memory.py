@@ -29,6 +29,16 @@ def check_fits(name: str, value, needed_bytes: int) -> None:
                          f"the {format_bytes(available)} available; lower {name}")
 
 
+#: float32 copies of every parameter that training holds: the weights, their gradients and Adam's two moments
+TRAINING_COPIES = 4
+
+
+def training_bytes(parameters: int, activation_floats: int, batch_size: int) -> int:
+    """Estimated peak memory of a float32 training step, in bytes: :data:`TRAINING_COPIES` copies of the
+    ``parameters`` and, for each of the ``batch_size`` prompts, the ``activation_floats`` kept for backward."""
+    return 4 * (TRAINING_COPIES * parameters + batch_size * activation_floats)
+
+
 def format_bytes(count: float) -> str:
     """``count`` bytes in B, kB, MB, GB or TB (powers of 1000), 3 significant digits."""
     for unit in ("B", "kB", "MB", "GB"):

@@ -26,7 +26,7 @@ def parse_parameters(cls, pairs: typing.Iterable[str]) -> dict[str, object]:
         key, sep, text = pair.partition("=")
         if not sep:
             raise ValueError(f"parameter {pair!r} must have the form KEY=VALUE")
-        name = _parameter_name(key)
+        name = parameter_name(key)
         if name in pairs_by_name:
             raise ValueError(f"parameter {name} given twice ({pairs_by_name[name]} and {pair}); give it once")
         values[name], pairs_by_name[name] = text.strip(), pair
@@ -45,14 +45,14 @@ def typed_parameters(cls, values: typing.Mapping) -> dict[str, object]:
     known = {name for name, *_ in parameter_table(cls)}
     typed: dict[str, object] = {}
     for key, value in values.items():
-        key = _parameter_name(key)
+        key = parameter_name(key)
         if key not in known:
             raise ValueError(f"unknown parameter {key!r}; known: {', '.join(sorted(known))}")
         typed[key] = _typed(key, value, hints[key])
     return typed
 
 
-def _parameter_name(key) -> str:
+def parameter_name(key) -> str:
     """A parameter's field name as written in text (``x-distribution`` names ``x_distribution``)."""
     return str(key).strip().replace("-", "_")
 

@@ -6,15 +6,18 @@ shortcuts); :func:`evaluate_run`, :func:`probe_run`, :func:`probe_latent_run` an
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import torch
 
-from icl_sim.config import TrainConfig
+from icl_sim.atomic import removed_if_failed
+from icl_sim.config import SHORTCUTS, TrainConfig, typed_fields
 from icl_sim.evaluation import evaluate, write_table
 from icl_sim.latent_probes import probe_latent
-from icl_sim.memory import check_fits
+from icl_sim.memory import available_bytes, check_fits, training_bytes
 from icl_sim.models import MODELS
 from icl_sim.params import parameter_table, parse_parameters, typed_parameters
 from icl_sim.plots import plot_bars, plot_error_curves, plot_heatmap
@@ -37,23 +40,23 @@ PROBE_COPIES = 4
 
 def train_config(values: Mapping[str, Any] | None = None, *, task_params: Iterable[str] = (),
                  model_params: Iterable[str] = (), dim: int | None = None, points: int | None = None,
-                 layers: int | None = None, loops: int | None = None, loop_window: int | None = None,
-                 strict: bool = False) -> TrainConfig:
+                 layers: int | None = None, loops: int | None = None, loop_window: int | None = None) -> TrainConfig:
     """The TrainConfig of ``icl-sim train``: TrainConfig fields ``values``, then overrides, validated.
 
     Precedence, lowest first: TrainConfig's defaults, except ``loss_on``, which defaults to the
     model's ``default_loss_on``; ``values`` (e.g. :func:`icl_sim.config.read_config_file`'s, with
-    the command line's fields over them); ``task_params`` / ``model_params`` as ``KEY=VALUE`` text,
-    merged key by key into ``values``' parameters; last the shortcuts ``dim`` and ``points`` (the
-    task's dimension parameter, whatever the family calls it, and its length), ``layers`` (the
-    model's depth parameter) and ``loops``, ``loop_window`` (looped models only).  Two of these
-    arguments that set the same parameter (``dim`` and ``task_params`` ``dim=...``; ``layers`` and
-    ``loops`` of a looped model) are an error, not a silent choice; ``strict``, ``values``' own
-    ``task_params`` and ``model_params`` count too (a sweep spec, where they and the shortcuts are
-    one file's, not a file's under a command line's).  The task and model parameters are checked
-    here, before a run directory is made.
+    the command line's fields over them, or a sweep's run), whose :data:`~icl_sim.config.SHORTCUTS`
+    set parameters as the keyword shortcuts do; ``task_params`` / ``model_params`` as ``KEY=VALUE``
+    text, merged key by key into ``values``' parameters; last the shortcuts ``dim`` and ``points``
+    (the task's dimension parameter, whatever the family calls it, and its length), ``layers`` (the
+    model's depth parameter) and ``loops``, ``loop_window`` (looped models only).  Two settings of
+    one level that set the same parameter (``dim`` and ``task_params`` ``dim=...``; ``layers`` and
+    ``loops`` of a looped model), be it ``values``' own or the keyword arguments', are an error, not a
+    silent choice.  The task and model parameters, the curricula and the memory training needs
+    (:func:`check_training_fits`) are checked here, before a run directory is made.
     """
-    values = typed_parameters(TrainConfig, values or {})
+    values = typed_fields(values or {})
+    own_shortcuts = {name: values.pop(name) for name in SHORTCUTS if name in values}
     defaults = TrainConfig()
     task, model = values.get("task", defaults.task), values.get("model", defaults.model)
     task_class = TASKS.get(task) if isinstance(task, str) else None
@@ -62,36 +65,121 @@ def train_config(values: Mapping[str, Any] | None = None, *, task_params: Iterab
     if not isinstance(model, str) or model not in MODELS:
         raise ValueError(f"model must be one of {', '.join(MODELS)}; got {model!r}")
     model_class = MODELS[model]
+    merged = {"task": typed_parameters(task_class, values.get("task_params", {})),
+              "model": typed_parameters(model_class.Config, values.get("model_params", {}))}
+    targets = _shortcut_targets(task, task_class, model, model_class)
+    _set_by_shortcuts(own_shortcuts, targets, merged, explicit={kind: dict(merged[kind]) for kind in merged})
     given = {"task": parse_parameters(task_class, task_params),
              "model": parse_parameters(model_class.Config, model_params)}
-    merged = {"task": {**typed_parameters(task_class, values.get("task_params", {})), **given["task"]},
-              "model": {**typed_parameters(model_class.Config, values.get("model_params", {})), **given["model"]}}
-    explicit = {kind: dict(merged[kind]) for kind in merged} if strict else given
-    shortcuts = [("dim", "task", task_class.dim_parameter, dim), ("points", "task", "points", points),
-                 ("layers", "model", model_class.depth_parameter, layers)]
-    model_parameters = {name for name, *_ in parameter_table(model_class.Config)}
-    for name, value in zip(LOOP_PARAMETERS, (loops, loop_window)):
-        if value is not None and name not in model_parameters:
-            raise ValueError(f"{name} applies to looped models only, not to {model!r}")
-        shortcuts.append((name, "model", name, value))
-    set_by: dict[tuple[str, str], str] = {}  # (task or model, parameter) -> the shortcut that set it
+    for kind in merged:
+        merged[kind].update(given[kind])
+    shortcuts = {"dim": dim, "points": points, "layers": layers, "loops": loops, "loop_window": loop_window}
+    _set_by_shortcuts(shortcuts, targets, merged, explicit=given)
+    task_values, model_values = merged["task"], merged["model"]
+    task_instance = make_task(task, **task_values)
+    model_class.Config(**model_values)
+    values.setdefault("loss_on", model_class.default_loss_on)
+    config = TrainConfig(**{**values, "task_params": task_values, "model_params": model_values})
+    check_curricula(config, task_instance)
+    check_training_fits(config, task_instance)
+    return config
+
+
+def _shortcut_targets(task: str, task_class, model: str, model_class) -> dict[str, tuple[str, str]]:
+    """Each shortcut -> the (task or model, parameter) it sets; one that does not apply -> the error it raises."""
     task_parameters = {name for name, *_ in parameter_table(task_class)}
-    for shortcut, kind, name, value in shortcuts:
+    model_parameters = {name for name, *_ in parameter_table(model_class.Config)}
+    targets = {"dim": ("task", task_class.dim_parameter), "points": ("task", "points"),
+               "layers": ("model", model_class.depth_parameter)}
+    targets.update({name: ("model", name) for name in LOOP_PARAMETERS})
+    for shortcut, (kind, name) in targets.items():
+        if kind == "task" and name not in task_parameters:
+            targets[shortcut] = ValueError(f"{shortcut} does not apply to task {task!r}, which has no parameter "
+                                           f"{name!r} (its parameters: {', '.join(sorted(task_parameters))})")
+        elif shortcut in LOOP_PARAMETERS and name not in model_parameters:
+            targets[shortcut] = ValueError(f"{name} applies to looped models only, not to {model!r}")
+        elif kind == "model" and name not in model_parameters:
+            targets[shortcut] = ValueError(f"{shortcut} does not apply to model {model!r}, whose {name} is fixed "
+                                           f"(its parameters: {', '.join(sorted(model_parameters))})")
+    return targets
+
+
+def _set_by_shortcuts(shortcuts: Mapping[str, Any], targets: Mapping, merged: dict, explicit: Mapping) -> None:
+    """Set the parameter of every shortcut given (not None) in ``merged``; one that ``explicit``'s parameters or
+    another of ``shortcuts`` sets too is an error."""
+    set_by: dict[tuple[str, str], str] = {}  # (task or model, parameter) -> the shortcut that set it
+    for shortcut, value in shortcuts.items():
         if value is None:
             continue
-        if kind == "task" and name not in task_parameters:
-            raise ValueError(f"{shortcut} does not apply to task {task!r}, which has no parameter {name!r} (its "
-                             f"parameters: {', '.join(sorted(task_parameters))})")
+        if isinstance(targets[shortcut], ValueError):
+            raise targets[shortcut]
+        kind, name = targets[shortcut]
         if name in explicit[kind] or (kind, name) in set_by:
             other = set_by.get((kind, name), f"{kind}_params {name}={explicit[kind].get(name)}")
             raise ValueError(f"{shortcut}={value} and {other} both set the {kind} parameter {name!r}; give it once")
         set_by[kind, name] = f"{shortcut}={value}"
         merged[kind][name] = value
-    task_values, model_values = merged["task"], merged["model"]
-    make_task(task, **task_values)
-    model_class.Config(**model_values)
-    values.setdefault("loss_on", model_class.default_loss_on)
-    return TrainConfig(**{**values, "task_params": task_values, "model_params": model_values})
+
+
+def check_curricula(config: TrainConfig, task) -> None:
+    """Refuse a curriculum that starts above the task's dimension or length: capped there from its first step,
+    it would never change the batches, so it would do nothing."""
+    for name, curriculum, size, value in (("curriculum_dims", config.curriculum_dims, "dim", task.dim),
+                                          ("curriculum_points", config.curriculum_points, "points", task.points)):
+        if curriculum is not None and curriculum.start > value:
+            raise ValueError(f"{name} starts at {curriculum.start}, above the task's {size} ({value}), so it would "
+                             f"do nothing; start it at most at {value}, or raise {size}")
+
+
+def config_warnings(config: TrainConfig) -> list[str]:
+    """What in ``config`` is legal but probably not meant: a warm-up longer than the run, a
+    prompt with no in-context example (the query alone)."""
+    task = make_task(config.task, **config.task_params)
+    warnings = []
+    if config.warmup_steps > config.steps:
+        warnings.append(f"warmup_steps={config.warmup_steps} is longer than the run (steps={config.steps}): "
+                        f"the learning rate never reaches lr; lower warmup_steps")
+    if task.points == 1:
+        warnings.append("points=1: every prompt is its query alone, with no in-context example; use points >= 2")
+    return warnings
+
+
+def training_memory(config: TrainConfig, task=None) -> int:
+    """Estimated peak memory of training ``config`` (:func:`icl_sim.memory.training_bytes`), from the model's
+    parameter count and activations, without building the model; ``task`` is ``config``'s, if made already."""
+    task = task if task is not None else make_task(config.task, **config.task_params)
+    model_class = MODELS[config.model]
+    sizes = (task.dim, task.points, model_class.Config(**config.model_params), task.target_dim)
+    return training_bytes(model_class.parameter_count(*sizes), model_class.activation_floats(*sizes),
+                          config.batch_size)
+
+
+def check_training_fits(config: TrainConfig, task=None) -> None:
+    """Refuse ``config`` with a ``ValueError`` if training it needs more memory than is available (estimated by
+    :func:`training_memory`), naming the setting that makes it large (:func:`_largest_setting`)."""
+    needed = training_memory(config, task)
+    if needed > (available_bytes() or math.inf):
+        check_fits(*_largest_setting(config), needed)
+
+
+def _largest_setting(config: TrainConfig) -> tuple[str, int]:
+    """The size (batch_size, or an integer task or model parameter) whose default lowers ``config``'s
+    :func:`training_memory` the most, and its value: the setting to lower."""
+    model_class = MODELS[config.model]
+    candidates = {("batch_size", config.batch_size): {"batch_size": TrainConfig().batch_size}}
+    for field_name, parameters_class in (("task_params", TASKS[config.task]), ("model_params", model_class.Config)):
+        parameters = getattr(config, field_name)
+        for name, _, default, _ in parameter_table(parameters_class):
+            value = parameters.get(name)
+            if isinstance(value, int) and not isinstance(value, bool) and isinstance(default, int) and value > default:
+                candidates[name, value] = {field_name: {**parameters, name: default}}
+    estimates = {}
+    for setting, change in candidates.items():
+        try:
+            estimates[setting] = training_memory(dataclasses.replace(config, **change))
+        except ValueError:  # the default does not fit the other settings (e.g. n_embd not divisible by n_head)
+            continue
+    return min(estimates, key=estimates.get, default=("batch_size", config.batch_size))
 
 
 def evaluate_run(run_dir, *, num_prompts: int = 1280, seed: int = 0, device: str = "auto", out_dir=None,
@@ -104,15 +192,16 @@ def evaluate_run(run_dir, *, num_prompts: int = 1280, seed: int = 0, device: str
     predictors = {f"{config.model} (trained)": model, **task.baselines()}
     records = evaluate(predictors, task, num_prompts=num_prompts, seed=seed, device=device, progress=progress)
     out_dir = Path(out_dir) if out_dir is not None else Path(run_dir) / "eval"
-    csv_path, json_path = write_table(records, out_dir)
-    title = f"{config.model} on {config.task} (d={task.dim})"
-    if task.evaluated_positions == "last":
-        figure = plot_bars(records, out_dir / "error_curve.png", title=title)
-    else:
-        plotted = [r for r in records if r["predictor"] != TRIVIAL and r["slice"] == "all"]
-        trivial = getattr(task, "trivial_error", None)
-        figure = plot_error_curves(plotted, out_dir / "error_curve.png", title=title,
-                                   trivial_level=trivial() if trivial is not None else None)
+    with removed_if_failed(out_dir):  # a full disk leaves no empty folder
+        csv_path, json_path = write_table(records, out_dir)
+        title = f"{config.model} on {config.task} (d={task.dim})"
+        if task.evaluated_positions == "last":
+            figure = plot_bars(records, out_dir / "error_curve.png", title=title)
+        else:
+            plotted = [r for r in records if r["predictor"] != TRIVIAL and r["slice"] == "all"]
+            trivial = getattr(task, "trivial_error", None)
+            figure = plot_error_curves(plotted, out_dir / "error_curve.png", title=title,
+                                       trivial_level=trivial() if trivial is not None else None)
     return records, {"csv": csv_path, "json": json_path, "figure": figure}
 
 
@@ -140,12 +229,13 @@ def probe_run(run_dir, algorithm: str, *, step_params: str = "shared", steps: in
                    num_prompts=num_prompts, seed=seed, device=device, readout=readout, progress=progress)
     out_dir = Path(out_dir) if out_dir is not None else Path(run_dir) / "probe"
     name = "-".join([algorithm] + [step_params] * (step_params != "shared") + [readout] * (readout != "direct"))
-    csv_path, json_path = write_table(result["records"], out_dir, name)
-    cosines = residual_cosines(result["records"])
-    layers, steps = (sorted(set(index)) for index in zip(*cosines))
-    figure = plot_heatmap([[cosines[layer, step] for step in steps] for layer in layers], out_dir / f"{name}.png",
-                          rows=layers, columns=steps, xlabel=f"{algorithm} step ({step_params} step parameters)",
-                          ylabel="layer", colorbar="residual cosine", title=f"{config.model} vs {algorithm}")
+    with removed_if_failed(out_dir):  # a full disk leaves no empty folder
+        csv_path, json_path = write_table(result["records"], out_dir, name)
+        cosines = residual_cosines(result["records"])
+        layers, steps = (sorted(set(index)) for index in zip(*cosines))
+        figure = plot_heatmap([[cosines[layer, step] for step in steps] for layer in layers], out_dir / f"{name}.png",
+                              rows=layers, columns=steps, xlabel=f"{algorithm} step ({step_params} step parameters)",
+                              ylabel="layer", colorbar="residual cosine", title=f"{config.model} vs {algorithm}")
     return result, {"csv": csv_path, "json": json_path, "figure": figure}
 
 
@@ -179,10 +269,11 @@ def probe_latent_run(run_dir, target: str, *, probes=("linear",), control: str =
     out_dir = Path(out_dir) if out_dir is not None else Path(run_dir) / "probe"
     kinds = "" if tuple(probes) == ("linear",) else "-" + "-".join(probes)
     name = f"latent-{target}{kinds}" + (f"-{control}" if control != "permuted" else "")
-    csv_path, json_path = write_table(records, out_dir, name)
-    r2 = {(r["layer"], r["probe"]): r["value"] for r in records if r["metric"] == "r2"}
-    figure = _layer_heatmap(r2, out_dir / f"{name}.png", xlabel="probe", colorbar="held-out R²",
-                            title=f"{config.model}: probes for {target}")
+    with removed_if_failed(out_dir):  # a full disk leaves no empty folder
+        csv_path, json_path = write_table(records, out_dir, name)
+        r2 = {(r["layer"], r["probe"]): r["value"] for r in records if r["metric"] == "r2"}
+        figure = _layer_heatmap(r2, out_dir / f"{name}.png", xlabel="probe", colorbar="held-out R²",
+                                title=f"{config.model}: probes for {target}")
     return records, {"csv": csv_path, "json": json_path, "figure": figure}
 
 
@@ -216,10 +307,11 @@ def compare_weights_run(run_dir, lr: float = 1.0, preconditioner: str = "identit
     records = compare_to_construction(model, gd_lsa_weights(model.dim, layers, lr, matrix))
     out_dir = Path(out_dir) if out_dir is not None else Path(run_dir) / "compare-weights"
     name = f"{preconditioner}-lr{lr:g}"
-    csv_path, json_path = write_table(records, out_dir, name)
-    cosines = {(r["layer"], r["map"]): r["cosine"] for r in records}
-    figure = _layer_heatmap(cosines, out_dir / f"{name}.png", xlabel="map", colorbar="cosine with the construction",
-                            title=f"{config.model} vs GD (lr {lr:g}, {preconditioner} preconditioner)")
+    with removed_if_failed(out_dir):  # a full disk leaves no empty folder
+        csv_path, json_path = write_table(records, out_dir, name)
+        cosines = {(r["layer"], r["map"]): r["cosine"] for r in records}
+        figure = _layer_heatmap(cosines, out_dir / f"{name}.png", xlabel="map", colorbar="cosine with the construction",
+                                title=f"{config.model} vs GD (lr {lr:g}, {preconditioner} preconditioner)")
     return records, {"csv": csv_path, "json": json_path, "figure": figure}
 
 

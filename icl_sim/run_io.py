@@ -7,9 +7,13 @@ record as JSON.  A bad file ends in a one-line ``ValueError`` naming it and what
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
+import io
 import json
+import os
 import pickle
+import shutil
 import warnings
 from pathlib import Path
 
@@ -17,6 +21,7 @@ import torch
 
 from icl_sim.atomic import atomic_path, write_text
 from icl_sim.config import ADDED_FIELDS, TrainConfig
+from icl_sim.memory import format_bytes
 from icl_sim.models import MODELS, InContextModel, build_model
 from icl_sim.params import typed_parameters
 from icl_sim.tasks import TASKS, make_task
@@ -89,7 +94,16 @@ def save_checkpoint(run_dir, state: dict) -> None:
     """
     run_dir = Path(run_dir)
     with atomic_path(run_dir / CHECKPOINT_FILE) as temporary:
-        torch.save(state, temporary)
+        try:
+            with open(temporary, "wb") as file:  # through a file: a full disk is an OSError, not torch's RuntimeError
+                torch.save(state, file)
+        except OSError as error:
+            if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            raise OSError(error.errno, f"{os.strerror(error.errno)} (the checkpoint needs about "
+                                       f"{format_bytes(_saved_size(state))}, "
+                                       f"{format_bytes(shutil.disk_usage(run_dir).free)} are free)",
+                          str(run_dir / CHECKPOINT_FILE)) from None
         _record_digest(run_dir, CHECKSUM_FILE, _sha256(temporary))
 
 
@@ -129,18 +143,31 @@ def trained_steps(run_dir) -> int:
     return load_checkpoint(run_dir)["step"] if (Path(run_dir) / CHECKPOINT_FILE).is_file() else 0
 
 
-def load_model_state(model: InContextModel, state: dict, run_dir) -> None:
-    """Load a checkpoint's weights into ``model``; a weight of another name or shape is a one-line error."""
+def load_model_state(model: InContextModel, state: dict, run_dir, *, config_name: str = CONFIG_FILE,
+                     advice: str = "restore the config") -> None:
+    """Load a checkpoint's weights into ``model``; a weight of another name or shape is a one-line error saying
+    that the checkpoint does not fit ``config_name`` (the config ``model`` was built from), and ``advice``."""
     expected = model.state_dict()
     for name in sorted(expected.keys() | state.keys()):
         found, wanted = _shape(state.get(name)), _shape(expected.get(name))
         if found != wanted:
-            raise ValueError(f"{Path(run_dir) / CHECKPOINT_FILE} does not fit {CONFIG_FILE}: weight {name!r} is "
-                             f"{found} in the checkpoint, {wanted} by the config; restore the config")
+            raise ValueError(f"{Path(run_dir) / CHECKPOINT_FILE} does not fit {config_name}: weight {name!r} is "
+                             f"{found} in the checkpoint, {wanted} by the config; {advice}")
         if state[name].is_floating_point() and not bool(torch.isfinite(state[name]).all()):
             raise ValueError(f"{Path(run_dir) / CHECKPOINT_FILE}: weight {name!r} holds NaN or infinite values, "
                              f"which training never saves (the file was altered); retrain in a new --out")
     model.load_state_dict(state)
+
+
+def load_initial_weights(model: InContextModel, source, device="cpu") -> None:
+    """Load the trained weights of the run in ``source`` into ``model``, a new run's start (``init_from``): its
+    checkpoint verified, every weight of the same name and shape; any problem a one-line error naming init_from."""
+    try:
+        state = load_checkpoint(source, device)["model"]
+        load_model_state(model, state, source, config_name="the new run's config",
+                         advice="init_from needs a run of the same model and task shapes (dim, points, layers, ...)")
+    except ValueError as error:
+        raise ValueError(f"init_from {str(source)!r}: {error}") from None
 
 
 def build_run_model(config: TrainConfig) -> InContextModel:
@@ -211,6 +238,28 @@ def _sha256(path) -> str:
         for block in iter(lambda: file.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _saved_size(state: dict) -> int:
+    """The bytes ``torch.save`` writes for ``state``, counted without storing them (a full disk's message)."""
+    counter = _ByteCounter()
+    torch.save(state, counter)
+    return counter.size
+
+
+class _ByteCounter(io.RawIOBase):
+    """A write-only file that keeps nothing but the number of bytes written to it."""
+
+    def __init__(self):
+        super().__init__()
+        self.size = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self.size += len(data)
+        return len(data)
 
 
 def _shape(tensor) -> tuple[int, ...] | str:

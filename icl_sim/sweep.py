@@ -36,14 +36,13 @@ from icl_sim.failures import RunFailed
 from icl_sim.mapping_files import read_settings_file
 from icl_sim.models import InContextModel
 from icl_sim.plots import Curve, Panel, draw_figure
+from icl_sim.progress import Progress
 from icl_sim.reports import train_config
 from icl_sim.run_io import CONFIG_FILE, load_config, read_metrics, trained_steps
 from icl_sim.threads import use_threads
 from icl_sim.training import TrainingDiverged, train_to_end
 from icl_sim.validation import check_choice
 
-#: ``icl-sim train``'s shortcuts for a task or model parameter, allowed in a spec beside TrainConfig's fields
-SHORTCUTS = ("dim", "points", "layers", "loops", "loop_window")
 #: what a run of a sweep can be: trained, training now (or queued), stopped before its end, never started, or with
 #: a run file that does not read back (edited, truncated)
 STATES = ("done", "running", "failed", "pending", "damaged")
@@ -93,8 +92,7 @@ def resolved_config(base: dict[str, Any], swept: Mapping[str, Any]) -> TrainConf
             group, name = key.split(".", 1)
             check_choice("grid key prefix", group, ("task_params", "model_params"))
             values[group] = {**values.get(group, {}), name: value}
-    shortcuts = {name: values.pop(name) for name in SHORTCUTS if name in values}
-    return train_config(values, **shortcuts, strict=True)
+    return train_config(values)
 
 
 def run_id(config: TrainConfig) -> str:
@@ -110,11 +108,12 @@ def train_remaining(config: TrainConfig, run_dir, threads: int | None = None,
 
 
 def execute_runs(runs: Mapping[str, tuple[TrainConfig, Path]], executor: Executor, root, *,
-                 threads: int | None = None, log_extra: Callable[[InContextModel], dict] | None = None) -> None:
+                 threads: int | None = None, log_extra: Callable[[InContextModel], dict] | None = None,
+                 progress: bool = False) -> None:
     """Submit every unfinished run of ``runs`` (key -> (config, run directory)) as a job and wait for them all.
 
     Job files go to ``root/jobs``, each run's job to ``root/jobs.json``.  Raises SweepFailed, once every
-    job has ended, if any ended before its run did.
+    job has ended, if any ended before its run did.  ``progress`` reports each run as its job ends.
     """
     root = Path(root)
     pending = {key: run for key, run in runs.items() if trained_steps(run[1]) < run[0].steps}
@@ -127,15 +126,21 @@ def execute_runs(runs: Mapping[str, tuple[TrainConfig, Path]], executor: Executo
                 for key, (config, run_dir) in pending.items()}
     record_jobs(root, {key: {"executor": executor.kind, "job_id": job.job_id} for key, job in jobs.items()})
     failures = {}
+    shown = Progress(len(runs), start=len(runs) - len(jobs), desc="sweep", unit="run", enabled=progress,
+                     fraction=0, seconds=0)
     try:
-        for key, job in jobs.items():
+        for key, job in _as_they_end(jobs):
             try:
                 job.result()
             except Exception as error:  # a job's failure is reported by run; the others still finish
                 failures[key] = job_error(error)
+            ended = "failed" if key in failures else "done"
+            shown.advance(shown.done + 1, _final_loss(pending[key][1]), f"{ended} ({key})")
     except KeyboardInterrupt:  # the jobs got the terminal's SIGINT too: each checkpoints and stops
         _wait_for(jobs.values(), INTERRUPT_WAIT_SECONDS)
         raise
+    finally:
+        shown.close()
     if failures:
         key, error = next(iter(failures.items()))
         diverged = all(DIVERGED in failure for failure in failures.values())
@@ -173,6 +178,31 @@ def output_to(path: Path):
             os.close(copy)
 
 
+#: seconds between two looks at which of a sweep's jobs have ended
+POLL_SECONDS = 0.5
+
+
+def _as_they_end(jobs: Mapping[str, submitit.Job]):
+    """(key, job) of each of ``jobs`` as it ends, polling; a debug job runs in this process when its result is
+    asked for, so it counts as ended (asking it ``done()`` would run it, and a failed one again on ``result()``)."""
+    remaining = dict(jobs)
+    while remaining:
+        ended = [key for key, job in remaining.items() if isinstance(job, submitit.DebugJob) or job.done()]
+        for key in ended:
+            yield key, remaining.pop(key)
+        if remaining and not ended:
+            time.sleep(POLL_SECONDS)
+
+
+def _final_loss(run_dir: Path) -> str | None:
+    """The last logged loss of the run in ``run_dir`` as text, None if it has none (or its metrics do not read)."""
+    try:
+        records = read_metrics(run_dir)
+    except (OSError, ValueError):
+        return None
+    return f"{records[-1]['loss']:.4g}" if records else None
+
+
 def _wait_for(jobs, seconds: float) -> None:
     """Wait up to ``seconds`` for ``jobs`` to end (an interrupted job checkpoints first)."""
     deadline = time.monotonic() + seconds
@@ -200,9 +230,11 @@ def record_jobs(root: Path, jobs: Mapping[str, dict]) -> None:
     write_text(root / JOBS_FILE, json.dumps({**read_json(root / JOBS_FILE), **jobs}, indent=2) + "\n")
 
 
-def run_sweep(spec: Mapping[str, Any], root, executor: Executor = Executor(), *, threads: int | None = None) -> list:
+def run_sweep(spec: Mapping[str, Any], root, executor: Executor = Executor(), *, threads: int | None = None,
+              progress: bool = False) -> list:
     """Run the grid of ``spec`` in ``root`` (skipping finished runs, resuming interrupted ones), wait for its
-    jobs, and write the summary; returns :func:`sweep_status`'s rows.  Raises SweepFailed if a job failed."""
+    jobs (``progress``: reporting each as it ends), and write the summary; returns :func:`sweep_status`'s rows.
+    Raises SweepFailed if a job failed."""
     root = Path(root)
     expanded = expand_grid(spec)
     _refuse_another_sweep(root, spec)
@@ -210,7 +242,7 @@ def run_sweep(spec: Mapping[str, Any], root, executor: Executor = Executor(), *,
     write_text(root / SPEC_FILE, json.dumps({"spec": spec, "runs": [{"id": run_id(config), "values": values}
                                                                      for values, config in expanded]}, indent=2) + "\n")
     try:
-        execute_runs(runs, executor, root, threads=threads)
+        execute_runs(runs, executor, root, threads=threads, progress=progress)
     finally:
         rows = sweep_status(root)
         write_summary(root, rows)

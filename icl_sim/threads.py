@@ -21,12 +21,17 @@ def idle_cores() -> int:
 
 def use_threads(count: int | None = None) -> int:
     """Run torch's CPU kernels on ``count`` intra-op threads (None: :func:`idle_cores`); returns the count.
+    More threads than cores are legal but only wait on each other: a one-line warning on stderr says so.
 
     Before torch is imported this sets ``OMP_NUM_THREADS``, which torch reads when it loads, so that a
     command line that never needs torch does not pay for importing it.
     """
     count = idle_cores() if count is None else count
     check_int("threads", count, 1)
+    cores = os.cpu_count()
+    if cores is not None and count > cores:
+        print(f"Warning: threads={count} is more than this machine's {cores} cores, which only slows the kernels "
+              f"down; use at most {cores}", file=sys.stderr)
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(count)
     else:

@@ -10,7 +10,10 @@ import contextlib
 import dataclasses
 import json
 import math
+import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -19,14 +22,16 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from icl_sim.atomic import remove_leftovers
+from icl_sim.atomic import naming_in_errors, remove_leftovers
 from icl_sim.config import TrainConfig
 from icl_sim.distributed import World, current_world, parallel, process_group
-from icl_sim.failures import RunFailed
+from icl_sim.failures import RunFailed, Terminated
 from icl_sim.models import InContextModel
+from icl_sim.progress import Progress
 from icl_sim.prompt import Prompt
 from icl_sim.run_io import (CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, build_run_model, load_checkpoint, load_config,
-                            load_model_state, load_run, save_checkpoint, save_config, trained_steps, truncate_metrics)
+                            load_initial_weights, load_model_state, load_run, read_metrics, save_checkpoint,
+                            save_config, trained_steps, truncate_metrics)
 from icl_sim.seeding import derive_seed, make_generator, seed_global_generators
 from icl_sim.tasks import Task, make_task
 
@@ -176,9 +181,11 @@ def train(config: TrainConfig, run_dir, *, resume: bool = False, progress: bool 
     A new run refuses a directory that already holds one, so nothing is overwritten.  Resuming
     continues from the last checkpoint, or from step 0 if the run stopped before its first one;
     ``config`` must be the saved one but for ``device`` and ``steps``, which may grow and is then
-    saved.  ``log_extra(model)`` may add measurements to every metrics record.  On Ctrl-C the
-    current state is checkpointed before the interrupt propagates.  Started by ``torchrun``, the
-    processes train the run together and rank 0 writes it (:mod:`icl_sim.distributed`).
+    saved.  ``log_extra(model)`` may add measurements to every metrics record.  On Ctrl-C or SIGTERM the run
+    stops after the step under way (:func:`signals_stop_between_steps`; a second Ctrl-C stops at once) and is
+    checkpointed before the interrupt (:class:`Terminated` for SIGTERM) propagates.  ``config.init_from`` starts
+    a new run from another run's trained weights.  Started by ``torchrun``, the processes train the run together
+    and rank 0 writes it (:mod:`icl_sim.distributed`).
     """
     run_dir = Path(run_dir)
     task = make_task(config.task, **config.task_params)
@@ -186,8 +193,10 @@ def train(config: TrainConfig, run_dir, *, resume: bool = False, progress: bool 
         world.shards(config.batch_shards)
         state = initial_state(config, run_dir, resume=resume, device=device)
         world.barrier()  # every rank has looked at the directory before rank 0 writes to it
-        model, optimizer, scheduler = start_run(config, run_dir, device, state, resume=resume, writes=world.is_main)
-        with torch.random.fork_rng(devices=_rng_devices(device)):
+        model, optimizer, scheduler = restored_run(config, run_dir, device, state)
+        if world.is_main:
+            prepare_run_dir(config, run_dir, state, resume=resume)
+        with torch.random.fork_rng(devices=_rng_devices(device)), signals_stop_between_steps(world.size == 1):
             _run_steps(model, optimizer, scheduler, task, config, run_dir, device, state, progress, log_extra, world)
         world.barrier()  # the run directory is complete when any rank returns
     return model.eval()
@@ -214,11 +223,12 @@ def initial_state(config: TrainConfig, run_dir: Path, *, resume: bool, device: t
     return _resumable_state(config, run_dir, device) if resume else None
 
 
-def start_run(config: TrainConfig, run_dir: Path, device: torch.device, state: dict | None, *, resume: bool,
-              writes: bool = True):
-    """The run's model (initialised from its seed), optimiser and schedule, loaded from ``state``; the run
-    directory made ready if ``writes`` (config saved; metrics past the checkpoint and killed writes' leftovers
-    dropped)."""
+def restored_run(config: TrainConfig, run_dir: Path, device: torch.device, state: dict | None):
+    """The run's model, optimiser and schedule, loaded from ``state``; at step 0 (``state`` None) the model
+    initialised from its seed, or the trained weights of ``config.init_from`` with a fresh optimiser and schedule.
+
+    Nothing is written: a checkpoint that does not fit the config fails here, before any file of the run changes.
+    """
     model = initial_model(config, device)
     optimizer = make_optimizer(model, config)
     scheduler = make_scheduler(optimizer, config)
@@ -226,14 +236,22 @@ def start_run(config: TrainConfig, run_dir: Path, device: torch.device, state: d
         load_model_state(model, state["model"], run_dir)
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
-    if writes and resume:
+    elif config.init_from:
+        load_initial_weights(model, config.init_from, device)
+    return model, optimizer, scheduler
+
+
+def prepare_run_dir(config: TrainConfig, run_dir: Path, state: dict | None, *, resume: bool) -> None:
+    """Make ``run_dir`` ready for training from ``state``: a new run's config saved; a resumed run's killed writes'
+    leftovers and metrics past the checkpoint dropped, then its config saved with the new ``steps`` (last, so a
+    failure leaves config.json as it was)."""
+    if resume:
         remove_leftovers(run_dir)
-        save_config(run_dir, dataclasses.replace(load_config(run_dir), steps=config.steps))
         truncate_metrics(run_dir, state["step"] if state is not None else 0)
-    elif writes:
+        save_config(run_dir, dataclasses.replace(load_config(run_dir), steps=config.steps))
+    else:
         run_dir.mkdir(parents=True, exist_ok=True)
         save_config(run_dir, config)
-    return model, optimizer, scheduler
 
 
 def initial_model(config: TrainConfig, device: torch.device) -> InContextModel:
@@ -254,6 +272,7 @@ def _resumable_state(config: TrainConfig, run_dir: Path, device: torch.device) -
         raise ValueError(f"--resume continues the run in {str(run_dir)!r}, whose {CONFIG_FILE} has another "
                          f"{changed[0]} ({saved[changed[0]]!r}); only --steps and --device may change")
     state = load_checkpoint(run_dir, device) if (run_dir / CHECKPOINT_FILE).is_file() else None
+    read_metrics(run_dir)  # a damaged metrics.jsonl is refused before anything is written
     done = state["step"] if state is not None else 0
     if config.steps < done:
         raise ValueError(f"--steps {config.steps} is fewer than the {done} steps {str(run_dir)!r} has trained; "
@@ -298,7 +317,7 @@ class RunLog:
         self.initial_loss = state["initial_loss"] if state is not None else math.nan  # the loss of step 0
         self.saved_step, self.saved_at = (self.start if state is not None else None), time.monotonic()
         self.warned = False
-        self.completed = self.settled = self.start  # optimiser steps taken; steps fully logged and checkpointed
+        self.completed = self.settled = self.start  # optimiser steps begun; steps fully logged and checkpointed
 
     def record(self, step: int, loss: torch.Tensor, prompt: Prompt) -> float | None:
         """Account for optimiser step ``step`` (its loss and batch), logging and checkpointing when due.
@@ -336,14 +355,22 @@ class RunLog:
                   "points": prompt.points, "active_dims": _active_dims(self.config, self.task, done - 1)}
         if self.log_extra is not None:
             record.update(self.log_extra(self.model))
-        with open(self.run_dir / METRICS_FILE, "a") as metrics:
+        path = self.run_dir / METRICS_FILE
+        with naming_in_errors(path), open(path, "a") as metrics:  # a full disk names the file; a torn line is dropped
             metrics.write(json.dumps(record) + "\n")
 
-    def interrupted(self) -> None:
-        """On Ctrl-C: checkpoint if every step taken is logged; otherwise the run resumes from its last checkpoint."""
+    def interrupted(self, interrupt: KeyboardInterrupt) -> None:
+        """On Ctrl-C or SIGTERM: checkpoint if every step begun is logged (otherwise, a step cut short or not logged,
+        the run resumes from its last checkpoint), and say which checkpoint the run resumes from."""
         if self.completed == self.settled and math.isfinite(self.window_loss.item()):
             self.before_write()
             self.checkpoint(self.completed)
+        if self.writes:
+            cause = "stopped by SIGTERM" if isinstance(interrupt, Terminated) else "interrupted"
+            kept = ("no checkpoint yet, it restarts from step 0" if self.saved_step is None
+                    else f"checkpoint of step {self.saved_step} saved")
+            tqdm.write(f"Training {cause} at step {self.completed}: {kept} in {self.run_dir}; continue it with "
+                       f"`icl-sim train --resume --out {self.run_dir}`", file=sys.stderr)
 
     def checkpoint(self, step: int) -> None:
         if self.writes:
@@ -431,28 +458,82 @@ def clip_matrix_norms_(grad: torch.Tensor, max_norm: float, dims: int) -> None:
     grad.mul_(torch.where(norms > max_norm, max_norm / norms, torch.ones_like(norms)))
 
 
+#: the stop signals received inside :func:`signals_stop_between_steps` and not yet acted on: (signal, when)
+_stop_requests: list[tuple[int, float]] = []
+#: a SIGINT this soon after the first is the same Ctrl-C forwarded again by a parent process (submitit's local job
+#: controller resends the terminal's SIGINT to its jobs), not a second press
+FORWARDED_CTRL_C_SECONDS = 0.5
+#: what the first Ctrl-C prints
+_STOPPING = b"stopping after this step; Ctrl-C again to stop at once\n"
+
+
+@contextlib.contextmanager
+def signals_stop_between_steps(enabled: bool = True):
+    """Within the block, SIGTERM and a first Ctrl-C (SIGINT) make the next :func:`stop_if_signalled` raise
+    :class:`Terminated` or KeyboardInterrupt instead of stopping the process wherever it is: a training loop calls
+    it after each step, so the run stops between two steps and its checkpoint resumes bit for bit (SLURM sends
+    SIGTERM before it kills a job; a Ctrl-C inside ``optimizer.step()`` would leave the weights half updated).
+    A second Ctrl-C raises KeyboardInterrupt at once.
+
+    The previous handlers are restored afterwards.  Signals are caught only if ``enabled`` and in the main thread
+    (the only one that may set a handler), and a signal the process ignores stays ignored; a distributed run keeps
+    the defaults, as its ranks would stop at different steps.
+    """
+    if not enabled or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _stop_requests.clear()
+    previous = {signum: signal.signal(signum, _request_stop) for signum in (signal.SIGTERM, signal.SIGINT)
+                if signal.getsignal(signum) is not signal.SIG_IGN}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+        _stop_requests.clear()
+
+
+def _request_stop(signum: int, frame) -> None:
+    """The handler of :func:`signals_stop_between_steps`: notes the signal; a second Ctrl-C raises KeyboardInterrupt."""
+    now = time.monotonic()
+    pressed = [at for number, at in _stop_requests if number == signal.SIGINT]
+    if signum == signal.SIGINT and pressed:
+        if now - pressed[0] >= FORWARDED_CTRL_C_SECONDS:
+            raise KeyboardInterrupt
+        return
+    _stop_requests.append((signum, now))
+    if signum == signal.SIGINT:
+        with contextlib.suppress(OSError):  # os.write: this may interrupt a write to sys.stderr, which is not reentrant
+            os.write(2, _STOPPING)
+
+
+def stop_if_signalled() -> None:
+    """Raise :class:`Terminated` (SIGTERM) or KeyboardInterrupt (Ctrl-C) for the first stop signal that arrived
+    inside :func:`signals_stop_between_steps`."""
+    if _stop_requests:
+        raise Terminated("SIGTERM") if _stop_requests[0][0] == signal.SIGTERM else KeyboardInterrupt
+
+
 def _run_steps(model, optimizer, scheduler, task, config, run_dir, device, state, progress, log_extra,
                world: World):
     """Steps from the checkpoint ``state`` (None: step 0) to ``config.steps``; a :class:`RunLog` logs and saves
     (on rank 0 of the ``world``, the whole batch's loss: the mean of the ranks' equally sized shares)."""
     log = RunLog(model, optimizer, scheduler, task, config, run_dir, device, state, log_extra, writes=world.is_main)
     trained = training_forward(model.train(), config, device, world)
-    bar = tqdm(total=config.steps, initial=log.start, disable=not (progress and world.is_main), desc="train",
-               dynamic_ncols=True)
+    shown = Progress(config.steps, start=log.start, desc="train", enabled=progress and world.is_main)
     try:
         for step in range(log.start, config.steps):
             prompt = training_batch(task, config, step, device)
+            log.completed = step + 1  # the weights change from here: a half-done step is not checkpointed
             loss = optimisation_step(model, optimizer, scheduler, prompt, task, config, step, device, forward=trained)
-            log.completed = step + 1
             mean = log.record(step, world.mean(loss), prompt)
-            if mean is not None:
-                bar.set_postfix(loss=f"{mean:.4g}")
-            bar.update(1)
-    except KeyboardInterrupt:
-        log.interrupted()
+            shown.advance(step + 1, None if mean is None else f"{mean:.4g}")
+            stop_if_signalled()
+    except KeyboardInterrupt as interrupt:
+        log.interrupted(interrupt)
         raise
     finally:
-        bar.close()
+        shown.close()
 
 
 def _active_dims(config: TrainConfig, task: Task, step: int) -> int:

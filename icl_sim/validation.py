@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 
+#: the largest integer a setting may take: int64's, what torch, numpy and the saved runs hold (a step, a seed)
+LARGEST_INT = 2**63 - 1
+
 
 def check_int(name: str, value, minimum: int = 0, maximum: int | None = None, *,
               maximum_name: str | None = None) -> None:

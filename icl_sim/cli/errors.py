@@ -2,8 +2,8 @@
 
 A bad value, file or directory, a corrupt run, memory or disk space running out: each becomes one
 line naming what to change, exit status 2.  A run that failed (``icl_sim.failures.RunFailed``: it
-diverged, a sweep's jobs died) is one line too, exit status 1.  Any other exception is a bug and keeps
-its traceback.
+diverged, a sweep's jobs died) is one line too, exit status 1; one that SIGTERM stopped (its checkpoint
+saved) exits with status 143.  Any other exception is a bug and keeps its traceback.
 """
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ import errno
 import os
 import pickle
 import re
+import signal
 import sys
 
 import click
 
 from icl_sim.cli.lazy import LazyGroup
-from icl_sim.failures import RunFailed
+from icl_sim.failures import RunFailed, Terminated
 from icl_sim.memory import format_bytes
 
 #: what an OSError's errno asks the user to do
@@ -72,6 +73,8 @@ class OneLineErrors(LazyGroup):
             raise
         except RunFailed as error:  # a diverged run, a sweep's failed jobs: exit status 1
             raise click.ClickException(str(error)) from None
+        except Terminated:  # training said where its checkpoint is; exit as a process that SIGTERM ended does
+            raise click.exceptions.Exit(128 + signal.SIGTERM) from None
         except Exception as error:
             message = user_error_message(error)
             if message is None:

@@ -14,12 +14,19 @@ import click
 from icl_sim.cli.given_once import option
 from icl_sim.config import DEVICES
 from icl_sim.params import is_mapping, non_optional
+from icl_sim.validation import LARGEST_INT
 
 device_option = option("--device", type=click.Choice(DEVICES), default="auto", show_default=True)
-seed_option = option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="evaluation seed")
+seed_option = option("--seed", type=click.IntRange(min=0, max=LARGEST_INT), default=0, show_default=True,
+                     help="evaluation seed")
 progress_option = option("--progress/--no-progress", default=None,
                          callback=lambda ctx, param, value: sys.stderr.isatty() if value is None else value,
                          help="progress bars on stderr  [default: when stderr is a terminal]")
+#: ``train``'s and ``sweep run``'s: they run long, so without a terminal (a log, a SLURM job) they report in lines
+loop_progress_option = option("--progress/--no-progress", default=True,
+                              help="progress on stderr: on a terminal a bar with the loss, else status lines "
+                                   "(steps or runs done, loss, time left): train's every 10 % of the steps, 30 s "
+                                   "apart at least, and at the end; sweep run's as each run ends  [default: on]")
 json_option = option("--json", "as_json", is_flag=True, help="print the records as JSON")
 run_dir_argument = click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 
@@ -63,7 +70,7 @@ def field_options(cls, choices: Mapping[str, Iterable[str]] | None = None):
         elif named is not None:
             settings["type"] = click.Choice(list(named))
         elif kind is int:
-            settings["type"] = click.IntRange(min=minimum)
+            settings["type"] = click.IntRange(min=minimum, max=LARGEST_INT)
         elif kind is float:
             settings["type"] = click.FloatRange(min=minimum, min_open=metadata.get("strict", False))
         elif typing.get_origin(kind) is tuple:

@@ -8,6 +8,10 @@ import click
 from icl_sim.cli import choices
 from icl_sim.cli.given_once import option
 from icl_sim.cli.options import device_option, json_option, progress_option, run_dir_argument, seed_option
+from icl_sim.validation import LARGEST_INT
+
+#: shared step counts past which a probe's cost (quadratic in them) deserves a warning
+MANY_SHARED_STEPS = 100
 
 
 @click.command("probe")
@@ -18,7 +22,7 @@ from icl_sim.cli.options import device_option, json_option, progress_option, run
 @option("--step-params", type=click.Choice(choices.STEP_PARAMS), default="shared", show_default=True,
         help="shared: one hyper-parameter setting for all steps; per-step: each step its own, tuned on the "
              "task's risk (von Oswald et al.), for gd, preconditioned-gd, gd-plus-plus")
-@option("--steps", type=click.IntRange(min=1), default=None,
+@option("--steps", type=click.IntRange(min=1, max=LARGEST_INT), default=None,
         help="algorithm steps 1..K  [default: 10 shared, the number of layers per-step]")
 @option("--num-prompts", type=click.IntRange(min=2), default=1024, show_default=True)
 @seed_option
@@ -46,6 +50,10 @@ def probe_command(run_dir, algorithm, step_params, steps, num_prompts, seed, dev
     """
     from icl_sim.reports import probe_run, residual_cosines
 
+    if step_params == "shared" and steps is not None and steps > MANY_SHARED_STEPS:
+        click.echo(f"Warning: --steps {steps} runs every setting's steps 1..{steps}, each from the start: "
+                   f"{steps * (steps + 1) // 2} algorithm steps per setting, quadratic in --steps (1000 took about "
+                   f"11 min on 2 CPU cores); a model's layers are matched within the first few tens", err=True)
     result, paths = probe_run(run_dir, algorithm, step_params=step_params, steps=steps, num_prompts=num_prompts,
                               seed=seed, device=device, readout=readout, progress=progress)
     if as_json:

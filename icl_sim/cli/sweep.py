@@ -10,6 +10,7 @@ import click
 from icl_sim.cli import choices
 from icl_sim.cli.directories import OutputDirectory
 from icl_sim.cli.given_once import option
+from icl_sim.cli.options import loop_progress_option
 
 executor_options = [
     option("--executor", "kind", type=click.Choice(choices.EXECUTORS), default="local", show_default=True,
@@ -39,14 +40,15 @@ def with_executor_options(command):
 @click.argument("spec", type=click.Path(exists=True, dir_okay=False))
 @option("--out", "root", type=OutputDirectory(), help="sweep directory  [default: runs/SPEC's name]")
 @with_executor_options
-def sweep_run(spec, root, executor):
+@loop_progress_option
+def sweep_run(spec, root, executor, progress):
     """Train every run of grid SPEC (skipping finished runs, resuming interrupted ones); exit 1 if a job fails."""
     from icl_sim.sweep import read_spec, run_sweep
 
     root = root or Path("runs") / Path(spec).stem
     threads = click.get_current_context().find_root().params.get("threads")
     try:
-        rows = run_sweep(read_spec(spec), root, executor, threads=threads)
+        rows = run_sweep(read_spec(spec), root, executor, threads=threads, progress=progress)
     except KeyboardInterrupt:
         click.echo(f"Interrupted: each run checkpointed as it stopped; `icl-sim sweep run {spec} --out {root}` "
                    f"resumes them", err=True)

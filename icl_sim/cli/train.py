@@ -8,27 +8,31 @@ import click
 from icl_sim.cli import choices
 from icl_sim.cli.directories import OutputDirectory, removed_on_user_error
 from icl_sim.cli.given_once import option
-from icl_sim.cli.options import field_options, mapping_fields, progress_option
+from icl_sim.cli.options import field_options, loop_progress_option, mapping_fields
 from icl_sim.config import TrainConfig, read_config_file
+from icl_sim.validation import LARGEST_INT
 
 
 @click.command("train")
 @option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
-        help="a YAML, JSON or TOML file of the options below by field name (a run's config.json too); "
-             "options given here override it")
+        help="a YAML, JSON or TOML file of the options below by field name, --dim, --points, --layers, --loops "
+             "and --loop-window too (as dim, ..., loop_window; a run's config.json too); options given here "
+             "override it")
 @field_options(TrainConfig, choices={"model": choices.MODELS})
-@option("--dim", type=click.IntRange(min=1), help="input dimension d (the task's dimension parameter)")
-@option("--points", type=click.IntRange(min=1), help="points per prompt N, query included")
-@option("--layers", type=click.IntRange(min=1),
+@option("--dim", type=click.IntRange(min=1, max=LARGEST_INT),
+        help="input dimension d (the task's dimension parameter)")
+@option("--points", type=click.IntRange(min=1, max=LARGEST_INT), help="points per prompt N, query included")
+@option("--layers", type=click.IntRange(min=1, max=LARGEST_INT),
         help="depth: layers (lsa, softmax-attention), n_layer (gpt), loops (looped models)")
-@option("--loops", type=click.IntRange(min=1), help="looped models: training loops b (model parameter `loops`)")
-@option("--loop-window", type=click.IntRange(min=0),
+@option("--loops", type=click.IntRange(min=1, max=LARGEST_INT),
+        help="looped models: training loops b (model parameter `loops`)")
+@option("--loop-window", type=click.IntRange(min=0, max=LARGEST_INT),
         help="looped models: the loss averages over the last T loops (model parameter `loop_window`)")
 @option("--out", "run_dir", required=True, type=OutputDirectory(), help="run directory")
 @option("--resume", is_flag=True,
         help="continue the run saved in --out (other options must not be given, except --steps to extend it and "
              "--device)")
-@progress_option
+@loop_progress_option
 def train_command(run_dir, resume, progress, config_file, dim, points, layers, loops, loop_window, **fields):
     """Train a model on a task; writes config.json, checkpoint.pt and metrics.jsonl to --out.
 
@@ -37,7 +41,7 @@ def train_command(run_dir, resume, progress, config_file, dim, points, layers, l
     --layers, --loops and --loop-window.  Setting one parameter twice (e.g. by --dim and by
     --task-param dim=...) is an error.  See icl_sim.reports.train_config.
     """
-    from icl_sim.reports import train_config
+    from icl_sim.reports import config_warnings, train_config
     from icl_sim.run_io import CHECKPOINT_FILE, load_config
     from icl_sim.training import train
 
@@ -48,7 +52,8 @@ def train_command(run_dir, resume, progress, config_file, dim, points, layers, l
         forbidden = sorted(set(given) - {"steps", "device"})
         if forbidden:
             flag = next(param.opts[0] for param in ctx.command.params if param.name == forbidden[0])
-            raise ValueError(f"--resume continues the saved config; do not pass {flag}")
+            raise ValueError(f"--resume continues the saved config; do not pass {flag} (to change it, start a new "
+                             f"run from this one's weights: --init-from {run_dir} --out NEW_DIR)")
         config = dataclasses.replace(load_config(run_dir), **{name: fields[name] for name in given})
     else:
         values = read_config_file(config_file) if config_file else {}
@@ -56,6 +61,8 @@ def train_command(run_dir, resume, progress, config_file, dim, points, layers, l
         values.update({name: fields[name] for name in given if name in fields and name not in pairs})
         config = train_config(values, **{name: fields[name] for name in pairs}, dim=dim, points=points,
                               layers=layers, loops=loops, loop_window=loop_window)
+        for warning in config_warnings(config):
+            click.echo(f"Warning: {warning}", err=True)
     with removed_on_user_error(run_dir, keep=CHECKPOINT_FILE):
         train(config, run_dir, resume=resume, progress=progress)
     click.echo(f"trained {config.model} on {config.task} for {config.steps} steps -> {run_dir}")

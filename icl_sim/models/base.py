@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import abc
+import dataclasses
 from typing import Callable
 
 import torch
 from torch import nn
 
 from icl_sim.predictor import check_prompt, replicated_query_predictor
-from icl_sim.validation import check_int
+from icl_sim.validation import LARGEST_INT, check_int
 
 
 class InContextModel(nn.Module, abc.ABC):
@@ -47,6 +48,26 @@ class InContextModel(nn.Module, abc.ABC):
     default_loss_on: str = "last"
     #: False for a model that predicts from the query alone (a plain network, not an in-context learner)
     reads_context: bool = True
+
+    @classmethod
+    def parameter_count(cls, dim: int, points: int, config, target_dim: int = 1) -> int:
+        """The parameters of the model ``config`` describes, counted on torch's meta device (no memory).
+
+        Past two layers (``depth_parameter``) the count is extrapolated from one and two, every layer adding as
+        many, so that a config of any depth is counted as cheaply; models whose layers grow otherwise override it.
+        """
+        depth = getattr(config, cls.depth_parameter)
+        if depth <= 2:
+            return meta_parameter_count(cls, dim, points, config, target_dim)
+        one, two = (meta_parameter_count(cls, dim, points, dataclasses.replace(config, **{cls.depth_parameter: n}),
+                                         target_dim) for n in (1, 2))
+        return one + (depth - 1) * (two - one)
+
+    @classmethod
+    def activation_floats(cls, dim: int, points: int, config, target_dim: int = 1) -> int:
+        """Floats a training step holds for backward per prompt, an estimate: a (d + k)-wide token per point and
+        layer; models whose activations are larger (attention maps, materialised prefixes) override it."""
+        return points * (dim + target_dim) * getattr(config, cls.depth_parameter)
 
     def layer_features(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
         """Per-layer features (B, N, width) at every query, for read-outs fitted per layer (Fu et al. 2023).
@@ -94,3 +115,16 @@ class InContextModel(nn.Module, abc.ABC):
         finally:
             self.train(was_training)
         return preds.to(device=xs.device, dtype=xs.dtype)
+
+
+def meta_parameter_count(model_class, dim: int, points: int, config, target_dim: int = 1) -> int:
+    """The parameters of ``model_class(dim, points, config, target_dim)``, built on the meta device: shapes only.
+    A tensor too large for torch to count (over int64's elements) counts as :data:`LARGEST_INT`, a lower bound."""
+    try:
+        with torch.device("meta"):
+            model = model_class(dim, points, config, target_dim)
+    except (RuntimeError, TypeError) as error:  # torch's words for a size past int64: "overflowed", "Overflow"
+        if "overflow" not in str(error).lower():
+            raise
+        return LARGEST_INT
+    return sum(parameter.numel() for parameter in model.parameters())

@@ -66,6 +66,18 @@ class DisentangledTransformer(InContextModel):
         self.read_value = nn.Parameter(scale * torch.randn(target_dim, width * 2 ** config.layers, dim))  # V_c
         self.bias = nn.Parameter(torch.zeros(target_dim))
 
+    @classmethod
+    def parameter_count(cls, dim: int, points: int, config: DisentangledConfig, target_dim: int = 1) -> int:
+        """W_ℓ of width (d + k)·2^ℓ for ℓ < L, then U, V_c and the bias: the width doubles with every layer."""
+        width = dim + target_dim
+        attention = sum((width * 2 ** layer) ** 2 for layer in range(config.layers))
+        return attention + dim ** 2 + target_dim * width * 2 ** config.layers * dim + target_dim
+
+    @classmethod
+    def activation_floats(cls, dim: int, points: int, config: DisentangledConfig, target_dim: int = 1) -> int:
+        """The materialised prefixes: N tokens per point, layer ℓ's (d + k)·2^ℓ wide, < (d + k)·2^(L+1) in all."""
+        return points ** 2 * (dim + target_dim) * 2 ** (config.layers + 1)
+
     def layer_predictions(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
         return self._predictions(xs, ys, torch.arange(xs.shape[1], device=xs.device))
 

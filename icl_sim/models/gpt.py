@@ -236,6 +236,13 @@ def gpt2_init(model: nn.Module, residual_projections, n_layer: int, std: float =
         nn.init.normal_(projection.weight, std=std / math.sqrt(2 * n_layer))
 
 
+def transformer_block_floats(tokens: int, n_embd: int, n_head: int, *, scores: bool = False) -> int:
+    """Floats one pre-LN block holds for backward per prompt of ``tokens`` tokens: about 16 n_embd-wide tensors per
+    token (attention, MLP, norms; measured on the CPU: a lower estimate), and if ``scores`` are materialised, each
+    head's tokens × tokens of them, twice (scores and weights)."""
+    return tokens * (16 * n_embd + 2 * n_head * tokens * scores)
+
+
 class GPT(InContextModel):
     """Garg et al.'s in-context regression transformer for prompts of up to ``points`` pairs in ``dim`` dims."""
 
@@ -254,6 +261,13 @@ class GPT(InContextModel):
         if config.io_init == "pytorch":
             self.embedding.read_in.reset_parameters()
             self.head.read_out.reset_parameters()
+
+    @classmethod
+    def activation_floats(cls, dim: int, points: int, config: GPTConfig, target_dim: int = 1) -> int:
+        """Per block, :func:`transformer_block_floats` over the 2N tokens (scaled_dot_product_attention's fused
+        kernels keep no attention scores)."""
+        n_embd, n_layer, n_head = config.dims
+        return n_layer * transformer_block_floats(2 * points, n_embd, n_head)
 
     def hidden_states(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
         """Residual stream (B, 2N, n_embd) after the embedding and after each block (n_layer + 1 entries)."""

@@ -13,8 +13,9 @@ memory is O(T) whatever b is.  A loop curriculum grows b from ``loops_start`` by
 ``loops_interval`` optimiser steps up to ``loops``.  ``predict(xs, ys, loops=K)`` evaluates
 after any number of loops, also far beyond the trained b.  Differences from the reference
 code, by choice: positions are part of e (their backbone adds them inside every loop, the
-same thing), and the final LayerNorm is applied at read-out only (their backbone also
-normalises the state passed to the next loop).
+same thing), and by default the final LayerNorm is applied at read-out only; with
+``state_norm`` it normalises the state after every loop, as their backbone does (it ends each
+call in ``ln_f``): h_{t+1} = LN_f(Block(h_t + e)), ŷ_t = read_out(h_t).
 
 ``looped-lsa-ln`` (Wu, Zhang & Cao, "Looped transformers with layer normalization provably
 learn the power method", arXiv 2606.00605, 2026): a looped *linear* self-attention layer
@@ -48,12 +49,14 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from icl_sim.models.base import InContextModel
-from icl_sim.models.gpt import Block, CausalSelfAttention, InterleavedEmbedding, XTokenReadOut, gpt2_init
+from icl_sim.models.base import InContextModel, meta_parameter_count
+from icl_sim.models.gpt import (Block, CausalSelfAttention, InterleavedEmbedding, XTokenReadOut, gpt2_init,
+                                transformer_block_floats)
 from icl_sim.predictor import check_prompt_shapes
 from icl_sim.validation import check_choice, check_float, check_int
 
 BLOCKS = ("softmax", "linear")
+LSA_INITS = ("random", "block")
 
 
 def _field(default, help_text: str):
@@ -82,6 +85,11 @@ def window_at(config, loops: int) -> int:
 
 class LoopedModel(InContextModel, abc.ABC):
     """A model whose depth is a loop count: ``_start`` a state, ``_loop`` it, ``_read`` predictions from it."""
+
+    @classmethod
+    def parameter_count(cls, dim: int, points: int, config, target_dim: int = 1) -> int:
+        """Every loop reuses the same weights: counted on the meta device at ``config`` itself."""
+        return meta_parameter_count(cls, dim, points, config, target_dim)
 
     @abc.abstractmethod
     def _start(self, xs: torch.Tensor, ys: torch.Tensor):
@@ -163,6 +171,8 @@ class LoopedConfig:
     loops_start: int = _field(0, "loop curriculum: b at step 0 (0 = 1), growing by 1 every loops_interval steps")
     loops_interval: int = _field(0, "loop curriculum: steps between increments of b (0 = no curriculum)")
     dropout: float = _field(0.0, "dropout probability, active in training only")
+    state_norm: bool = _field(False, "apply the final LayerNorm to the state after every loop, as the authors' "
+                                     "backbone (false: at read-out only)")
 
     def __post_init__(self):
         check_choice("block", self.block, BLOCKS)
@@ -172,6 +182,8 @@ class LoopedConfig:
             raise ValueError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
         _check_loops(self)
         check_float("dropout", self.dropout, 0.0, maximum=1.0)
+        if not isinstance(self.state_norm, bool):
+            raise ValueError(f"state_norm must be true or false, got {self.state_norm!r}")
 
 
 class CausalLinearAttention(CausalSelfAttention):
@@ -210,6 +222,13 @@ class LoopedTransformer(LoopedModel):
         self.head = XTokenReadOut(config.n_embd, target_dim)
         gpt2_init(self, [self.block.attn.proj, self.block.mlp.proj], n_layer=1)  # one block, however often looped
 
+    @classmethod
+    def activation_floats(cls, dim: int, points: int, config: LoopedConfig, target_dim: int = 1) -> int:
+        """A GPT block's (:func:`~icl_sim.models.gpt.transformer_block_floats`) per loop with gradient (the last T);
+        the linear block's scores are materialised."""
+        block = transformer_block_floats(2 * points, config.n_embd, config.n_head, scores=config.block == "linear")
+        return window_at(config, config.loops) * block
+
     def embed(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """e: interleaved (x_i, y_i) tokens read in, plus positions: (B, 2N, n_embd)."""
         return self.embedding(xs, ys)
@@ -219,10 +238,14 @@ class LoopedTransformer(LoopedModel):
         return torch.zeros_like(embedded), embedded
 
     def _loop(self, state, embedded):
-        return self.block(state + embedded)
+        state = self.block(state + embedded)
+        return self.head.ln_f(state) if self.config.state_norm else state
 
     def _read(self, state, embedded, last_only):
-        return self.head(state, last_only)
+        if not self.config.state_norm:
+            return self.head(state, last_only)
+        out = self.head.read_out(state[:, -2] if last_only else state[:, ::2])  # already normalised
+        return out.squeeze(-1) if out.shape[-1] == 1 else out
 
     def _features(self, state, embedded):
         return state[:, ::2]  # the x tokens, where the head reads
@@ -242,7 +265,9 @@ class LoopedLSAConfig:
     heads: int = _field(1, "attention heads")
     layer_norm: bool = _field(True, "normalise the query token to unit ℓ2 norm after every loop "
                                     "(false: the paper's comparison model without normalisation)")
-    init_scale: float = _field(0.02, "standard deviation of the initial weights")
+    init_scale: float = _field(0.02, "standard deviation of the initial weights (block: the scale of the blocks)")
+    init: str = _field("random", "random: Gaussian weights; block: Wu et al.'s sparse start, P's label×x block and "
+                                 "Q's x×label block init_scale·I, the rest 0")
 
     def __post_init__(self):
         _check_loops(self)
@@ -250,6 +275,7 @@ class LoopedLSAConfig:
         if not isinstance(self.layer_norm, bool):
             raise ValueError(f"layer_norm must be true or false, got {self.layer_norm!r}")
         check_float("init_scale", self.init_scale, 0.0)
+        check_choice("init", self.init, LSA_INITS)
 
 
 class LoopedLSA(LoopedModel):
@@ -264,6 +290,24 @@ class LoopedLSA(LoopedModel):
         shape = (config.heads, dim + target_dim, dim + target_dim)
         self.value = nn.Parameter(config.init_scale * torch.randn(shape))  # P_h = W_PV, shared by all loops
         self.key_query = nn.Parameter(config.init_scale * torch.randn(shape))  # Q_h = W_KQ, shared by all loops
+        if config.init == "block":
+            self._block_start(dim, config.init_scale)
+
+    @torch.no_grad()
+    def _block_start(self, dim: int, scale: float) -> None:
+        """Wu et al.'s start: P writes c·Ĝ(x part) into the label slots, Q reads the label slots, c = ``scale``."""
+        eye = scale * torch.eye(dim, self.target_dim)
+        self.value.zero_()
+        self.key_query.zero_()
+        self.value[:, dim:, :dim] = eye.T
+        self.key_query[:, :dim, dim:] = eye
+
+    @classmethod
+    def activation_floats(cls, dim: int, points: int, config: LoopedLSAConfig, target_dim: int = 1) -> int:
+        """The prefix moments Γ_i, (d + k)² per point, and about twelve (d + k)-wide tensors per head, point and loop
+        with gradient (the last T; measured on the CPU: a lower estimate)."""
+        width = dim + target_dim
+        return points * (width ** 2 + 12 * window_at(config, config.loops) * config.heads * width)
 
     def _labels(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         check_prompt_shapes(xs, ys)

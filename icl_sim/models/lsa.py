@@ -227,6 +227,14 @@ class LinearSelfAttention(InContextModel):
         """Γ_i = (1/max(i, 1)) Σ_{j<i} z_j z_jᵀ for every position i: (B, N, d+k, d+k)."""
         return _exclusive_moments(_tokens(xs, self._labels(ys)))
 
+    @classmethod
+    def activation_floats(cls, dim: int, points: int, config: LSAConfig, target_dim: int = 1) -> int:
+        """The prefix moments, (d + k)² per point, and per layer and point about four (d + k)-wide tokens per head
+        and four MLP-wide ones (measured on the CPU: a lower estimate)."""
+        width = dim + target_dim
+        hidden = (config.mlp_width or 4 * width) if config.mlp else 0
+        return points * (width ** 2 + 4 * config.layers * (config.heads * width + hidden))
+
     def layer_predictions(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
         return self._all_positions(xs, ys)
 

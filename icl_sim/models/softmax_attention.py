@@ -67,6 +67,12 @@ class SoftmaxAttention(InContextModel):
         # dot: Q_h = W_KQ, score z_jᵀ Q_h z_q; gaussian: W_h, score −½‖W_h (z_j − z_q)‖²
         self.score = nn.Parameter(config.init_scale * torch.randn(shape))
 
+    @classmethod
+    def activation_floats(cls, dim: int, points: int, config: SoftmaxAttentionConfig, target_dim: int = 1) -> int:
+        """Per layer, each head's N × N scores (held twice: scores and weights), and past one layer about four
+        N × N maps more over the materialised prefixes (measured on the CPU: a lower estimate)."""
+        return config.layers * points ** 2 * (2 * config.heads + 4 * (config.layers > 1))
+
     def layer_predictions(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
         if self.config.layers == 1:
             return [self._one_layer(xs, self._labels(ys))]
