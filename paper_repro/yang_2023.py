@@ -2,40 +2,41 @@
 
 Setting: in-context linear regression as in Garg et al. (2022): prompts (x_1, y_1, …, x_k, y_k,
 x_query) with x ~ N(0, I_d), w ~ N(0, I_d), y = wᵀx, fed as interleaved x / y tokens.  A
-*looped* transformer (icl-sim ``looped``) iterates one GPT-2 block with input injection,
-h_{t+1} = Block(h_t + e), reads the prediction out after every loop, and is trained with b
-loops of which only the last T enter the loss (the first b − T run without gradient); a loop
+*looped* transformer (icl-sim ``looped`` with ``state_norm``) iterates one GPT-2 block with input
+injection as the authors' model does (scripts/models.py, TransformerModelLooped.f, and
+scripts/nano_gpt.py: each call of their backbone adds the positions, runs the block and ends in
+ln_f): h_0 = 0, h_{t+1} = LN_f(Block(h_t + e)), read out after every loop; it is trained with b
+loops of which only the last T enter the loss (the first b − T run without gradient), and a loop
 curriculum grows b from T to its final value.  Its baseline is the standard (unlooped)
 transformer of the same width (icl-sim ``gpt``), trained for the same number of steps.
 
-Claims (``CLAIMS``), each checked on the trained models with one value per training seed:
+Claims (``CLAIMS``), each checked on the trained models with one value per training seed.  The
+plateau a transformer sits on before it learns the task is the trivial predictor's error / d = 1
+(predict 0); least squares' is 0 at the final query of a noiseless prompt with k ≥ d examples.
 
-* ``matches-standard`` (abstract; Fig. 2, right): the looped transformer matches the standard
-  transformer while using less than 10 % of its parameters (one block against twelve: "only
-  1/12 of the transformer's parameters", Fig. 2 caption).  Per seed, the looped model's error /
-  d at the final query (b loops) minus that of the standard transformer of the same seed must
-  be ≤ 0.05.  The parameter fraction itself is a closed form of the paper's configuration, a
-  sanity check.
-* ``flat-past-b`` (Fig. 2, left): trained for b loops, it reaches a fixed point, its error
-  staying flat when it is run for more loops than it was trained for.  Per seed, the largest
-  error / d over k ∈ (b, 3b] loops minus the error at b must be ≤ 0.05.
+* ``close-to-least-squares`` (Fig. 2, right: "closely aligns with the least squares solver"): per
+  seed, the looped model's error / d at the final query after b loops is closer to least squares'
+  than to the plateau, i.e. at most their midpoint (a contrast fixed before running), in every seed.
+* ``matches-standard`` (abstract; Fig. 2, right): the looped transformer matches a standard
+  transformer that has learned the task, with under 10 % of its parameters (one block against
+  twelve).  Per seed, the looped model's error / d at the final query minus that of the standard
+  transformer of the same seed, plus the standard one's excess over the midpoint (0 once it has
+  learned the task), ≤ 0.05: two models on the plateau "match" trivially, so there the looped model
+  must itself come within 0.05 of the midpoint.
+* ``flat-past-b`` (Fig. 2, left): trained for b loops, it reaches a fixed point: per seed, the largest
+  error / d over k ∈ (b, 3b] loops minus the error at b, plus the error's excess over the midpoint
+  (0 once learned), ≤ 0.05: a model on the plateau is flat trivially.
 
-Thresholds: the paper states no number; 0.05 (a twentieth of the trivial error 1) is this
-reproduction's margin for "overlay" and "flat", set when it was written.  What these checks do
-not test: that either model has learned the task.  Both are differences between two errors, so
-two models that learned nothing (error / d 1.1-1.3 each, above the trivial 1, and the same
-after every loop) pass them: the untrained control (initial models, 3 seeds, at the smoke and
-the quick settings) holds ``flat-past-b`` (rise < 0.001) and meets ``matches-standard`` in
-every seed (gaps −0.02 to 0.04), failing it only by the width of the interval over seeds.
-Nor is Fig. 2's "closely aligns with the least squares solver" checked (quick scale: the
-looped model's 0.069 against least squares' 0).
+Thresholds: the paper states no number; 0.05 (a twentieth of the plateau) is this reproduction's
+margin for "overlay" and "flat", set when it was first written; the midpoint is the contrast
+"closer to A than to B".  The untrained control (initial models, 3 seeds at quick scale: error / d
+0.990–0.992) fails all three: above the midpoint 0.5 by 0.49, which the two paired claims add.
 
 What is measured: (1) the parameter counts of the paper's two models built by icl-sim's model
 factory (``build_model``) against the closed form of the GPT-2 architecture, and their ratio;
-(2) the looped model's squared error / d at the final query after k = 1 … K loops, K well past
-b (Fig. 2, left); (3) the error / d against the number of in-context examples of the looped
-model (at b loops), the standard transformer and least squares (Fig. 2, right), with 95 %
-bootstrap bands over prompts.
+(2) the looped model's squared error / d at the final query after k = 1 … 3b loops (Fig. 2, left);
+(3) the error / d against the number of in-context examples of the looped model (at b loops), the
+standard transformer and least squares (Fig. 2, right), with 95 % bootstrap bands over prompts.
 
 Parameter count (icl-sim's GPT-2 layout, which is the authors' nanoGPT block): a block has
 LayerNorm (2D) + attention QKV (3D² + 3D) + projection (D² + D) + LayerNorm (2D) + MLP
@@ -45,7 +46,6 @@ configuration (authors' configs/base.yaml and base_loop.yaml: D = 256, 8 heads, 
 N = 41 points; 12 blocks against 1) gives 816 897 against 9 504 257 parameters, a ratio of
 0.0860 < 0.1.  (The authors' code allocates 2·101 + 1 position rows for n_positions = 101
 where icl-sim allocates 2N = 82; with their table the ratio is 847 873 / 9 535 233 = 0.0889.)
-
 Sanity checks: both factory counts equal the closed form exactly and their ratio is below 0.1
 (abstract).
 
@@ -55,39 +55,19 @@ github.com/Leiay/looped_transformer, configs/base_loop.yaml): d = 20, 41 points,
 curriculum.loops.start = T, end = b), loop curriculum from T upwards (theirs adds 2 loops every 500
 steps, configs/base_loop.yaml; icl-sim adds 1 every 250, the same rate), dims 5:1:5000 and
 points 11:2:5000, Adam at 1e-4, batch 64, 500 000 steps; the standard transformer has 12
-blocks.  ``quick`` keeps the phenomenon and shrinks sizes to fit 5 CPU minutes: d = 1 with 8
-points, width 32, 2 heads, b = 20 with T = 10 (the paper's T = b/2), curriculum from T = 10
-loops as the authors', one more every 100 steps (b = 20 from step 1000 of 3000), Adam at lr 1e-3
-(constant, as the paper), batch 64; the standard transformer has 3 blocks (Garg et al.'s tiny
-depth).  b is kept at 20 rather than shrunk further because the fixed point needs it (below).
-A tiny transformer on d ≥ 2 stays on the loss plateau for thousands of steps on this machine, the looped one longer
-than the standard one (d = 2, N = 6, 2000 steps: error / d 0.58 at b against the 3-block
-transformer's 0.20), so d = 1 is the largest dimension the CPU budget trains.
-``smoke`` trains 5 steps to test the pipeline.
+blocks.  ``quick`` is the first stage of the authors' curriculum, d = 5 with 11 points (where least
+squares, 0, and the plateau, 1, differ), shrunk in width and steps: width 32, 2 heads, b = 20 with
+T = 10 (the paper's T = b/2), curriculum from T = 10 loops as the authors', one more every 100 steps
+(b = 20 from step 1000 of 1500), Adam at lr 1e-3 (constant, as the paper), batch 64; the standard
+transformer has 3 blocks (Garg et al.'s tiny depth).  ``smoke`` trains 5 steps to test the pipeline.
 
-Measured at quick scale (seed 0; 4.5 CPU minutes from scratch on one thread, 259.7 s user + 11.2 s
-sys; 7.0 min wall on the shared 2-core machine at load 4.1-6.7): 5 of 5 checks pass.  The
-parameter counts are exact and the ratio is 0.0860.  The looped model matches the 3-block
-transformer within the margin (error / d at the final query 0.069 against 0.043; least squares
-0; the trivial predictor 1).  Past b the error stays flat within the margin: 0.101 at 10 loops,
-0.061 at b = 20 (minimum 0.060 at 19), 0.067 at 30, 0.071 at 40, 0.077 at 60 = 3b: the largest
-rise over (b, 3b] is +0.016 ≤ 0.05.  What remains is a slow upward creep, not the paper's
-exactly flat curve: icl-sim's looped model applies the final LayerNorm at read-out only, so the
-state h_t is not normalised between loops and grows about linearly (mean token norm 8 at 10
-loops, 16 at 20, 32 at 40; the embedding e has norm 0.6); the input injection e then weighs
-less in every further loop and the read-out drifts with it.  The authors' GPT-2 backbone ends in
-ln_f, so their state is renormalised every loop and can reach a true fixed point.
-Attempts on this machine (d = 1, N = 8, width 32, lr 1e-3 constant unless said; error / d at the
-final query at b → largest rise over (b, 3b]):
-b = 10, T = 5, curriculum from 5, +1 every 200 steps, 3000 steps: 0.067 → +0.055 (0.091 at 2b,
-0.123 at 3b; fails); the same with +1 every 50 steps (b reached at step 250, nearer the authors'
-early schedule): 0.103 → +0.067 (fails); b = 6, T = 3: 0.13 → 0.24 at 3b (N = 6, 2500 steps),
-0.16 → 0.45 (N = 8, 3000 steps); b = 10 with 4000 steps and cosine decay: 0.034 → 0.16 at 3b;
-b = 30, T = 15 (the paper's), +1 every 50 steps, 1500 steps: 0.120 → +0.016 (flat but less
-trained; 2.3 CPU minutes for the looped run alone, so 3000 steps do not fit);
-b = 20, T = 10, +1 every 100 steps, 3000 steps (chosen): 0.061 → +0.016.
-The creep shrinks as b grows (the state's relative change per loop falls like 1/b), which is
-why quick scale keeps b = 20 instead of b = 10.
+Measured at quick scale (seeds 0–2; 21 min wall on the shared 2-core machine at load ≈ 6, 425 s user +
+17 s sys): neither model leaves the plateau in 1500 steps at d = 5.  Error / d at the final query: looped
+(b = 20) 0.990, 0.990, 0.990; 3-block transformer 0.990, 0.982, 0.842; least squares 0.  The looped
+model's error is 1.002 after every loop from 10 to 60 (flat, but on the plateau).  All three claims
+are therefore deferred to ``full`` (below); the sanity checks pass.  (The earlier quick scale, d = 1 with
+8 points, passed "flat" and "matches" only because at d = 1 least squares and the plateau nearly meet,
+and its state was normalised at read-out only, so its error crept up past b.)
 """
 from __future__ import annotations
 
@@ -120,11 +100,23 @@ PARAMETER_FRACTION = 0.10
 MARGIN = 0.05
 Z_95 = 1.959964
 
+#: the trivial predictor's error / d (predict 0): the plateau a model sits on before it learns the task
+TRIVIAL = 1.0
+#: why every claim is deferred below full scale (measured, module docstring)
+QUICK_PLATEAU = ("quick (d = 5, 1500 steps, 3 seeds): both models stay on the plateau: looped error / d at the "
+                 "final query 0.990 in every seed, the 3-block transformer's 0.990, 0.982, 0.842, least squares 0")
+
 CLAIMS = (
-    Claim("matches-standard", "The looped transformer (one block: under 10 % of the parameters) matches the standard "
-          "transformer trained for the same steps on in-context linear regression", f"{FIGURE_2} (right) and abstract"),
-    Claim("flat-past-b", "Trained for b loops, the looped transformer reaches a fixed point: its error stays flat when "
-          "it is run for more loops than it was trained for", f"{FIGURE_2} (left)"),
+    Claim("close-to-least-squares", "At b loops the looped transformer's error at the final query is closer to least "
+          "squares' than to the trivial predictor's plateau", f"{FIGURE_2} (right): it closely aligns with the least "
+                                                              "squares solver", needs="full", reason=QUICK_PLATEAU),
+    Claim("matches-standard", "The looped transformer (one block: under 10 % of the parameters) matches a standard "
+          "transformer that has learned the task, trained for the same steps on in-context linear regression",
+          f"{FIGURE_2} (right) and abstract", needs="full", reason=QUICK_PLATEAU),
+    Claim("flat-past-b", "Trained for b loops, the looped transformer reaches a fixed point: its error, once it has "
+          "learned the task, stays flat when it is run for more loops than it was trained for", f"{FIGURE_2} (left)",
+          needs="full", reason=QUICK_PLATEAU + "; its error is 1.002 after every loop from 10 to 60 (flat on the "
+                                               "plateau, which is no fixed point of the algorithm)"),
 )
 
 
@@ -178,9 +170,9 @@ SCALES = {
     "smoke": Settings(dim=1, points=6, n_embd=16, n_head=2, loops=4, loop_window=2, loops_interval=2, layers=2,
                       steps=5, batch_size=16, lr=1e-3, curriculum_dims=None, curriculum_points=None,
                       test_prompts=128, log_every=5),
-    "quick": Settings(dim=1, points=8, n_embd=32, n_head=2, loops=20, loop_window=10, loops_interval=100, layers=3,
-                      steps=3000, batch_size=64, lr=1e-3, curriculum_dims=None, curriculum_points=None,
-                      test_prompts=4096, log_every=100),
+    "quick": Settings(dim=5, points=11, n_embd=32, n_head=2, loops=20, loop_window=10, loops_interval=100, layers=3,
+                      steps=1500, batch_size=64, lr=1e-3, curriculum_dims=None, curriculum_points=None,
+                      test_prompts=2048, log_every=100),
     "full": Settings(dim=20, points=41, n_embd=256, n_head=8, loops=30, loop_window=15, loops_interval=250,
                      layers=12, steps=500_000, batch_size=64, lr=1e-4, curriculum_dims=Curriculum(5, 1, 5000),
                      curriculum_points=Curriculum(11, 2, 5000), test_prompts=1280, log_every=1000),
@@ -195,7 +187,7 @@ def runs(settings: Settings) -> dict[str, TrainConfig]:
                   log_every=settings.log_every, checkpoint_every=max(settings.steps // 5, 1))
     looped = {"n_embd": settings.n_embd, "n_head": settings.n_head, "loops": settings.loops,
               "loop_window": settings.loop_window, "loops_start": settings.loop_window,
-              "loops_interval": settings.loops_interval}
+              "loops_interval": settings.loops_interval, "state_norm": True}
     standard = {"n_embd": settings.n_embd, "n_head": settings.n_head, "n_layer": settings.layers}
     return {LOOPED: TrainConfig(model="looped", model_params=looped, **common),
             STANDARD: TrainConfig(model="gpt", model_params=standard, **common)}
@@ -272,6 +264,17 @@ def _final_error(results: dict, name: str, seed: int) -> float:
     return max(_rows(results, "examples", name, seed), key=lambda row: row["position"])["mean"]
 
 
+def _midpoint(results: dict) -> float:
+    """Halfway between least squares' error / d at the final query and the trivial plateau."""
+    return (_final_error(results, LEAST_SQUARES, None) + TRIVIAL) / 2
+
+
+def _unlearned(error: float, midpoint: float) -> float:
+    """How far ``error`` lies above the midpoint between least squares and the plateau (0 once learned): added to
+    the paired claims' values, since matching or staying flat on the plateau is no evidence."""
+    return max(0.0, error - midpoint)
+
+
 def checks(results: dict, settings: Settings) -> list[Check]:
     config = PAPER_CONFIG
     shape = f"D = {config['n_embd']}, d = {config['dim']}, N = {config['points']}"
@@ -283,20 +286,26 @@ def checks(results: dict, settings: Settings) -> list[Check]:
            Check("looped / standard parameter count (paper's configuration)", PARAMETER_FRACTION,
                  _count(results, "looped_factory") / _count(results, "standard_factory"), relation="at_most",
                  source="Yang et al. 2024, abstract: less than 10 % of the parameter count")]
-    b = settings.loops
+    b, midpoint = settings.loops, _midpoint(results)
     seeds = _seeds(results, LOOPED)
+    looped = [_final_error(results, LOOPED, seed) for seed in seeds]
+    standard = [_final_error(results, STANDARD, seed) for seed in seeds]
     # per seed: the largest error over k ∈ (b, 3b] loops minus the error at b, of that seed's looped model
     rises = [max(_loop_error(results, seed, k) for k in settings.evaluated_loops if k > b)
-             - _loop_error(results, seed, b) for seed in seeds]
+             - _loop_error(results, seed, b) + _unlearned(error, midpoint) for seed, error in zip(seeds, looped)]
     # per seed: that seed's looped model against that seed's standard transformer, at the final query
-    gaps = [_final_error(results, LOOPED, seed) - _final_error(results, STANDARD, seed) for seed in seeds]
-    out += [claim_check("flat-past-b", f"looped: largest error / d over k = {b + 1}…{3 * b} loops minus the error "
-                        f"at b = {b}", MARGIN, rises, relation="at_most",
+    gaps = [mine - theirs + _unlearned(theirs, midpoint) for mine, theirs in zip(looped, standard)]
+    out += [claim_check("close-to-least-squares", f"looped at b = {b} loops: error / d at k = {settings.points - 1} "
+                        f"(required nearer least squares than the plateau {TRIVIAL:g})", midpoint, looped,
+                        relation="at_most", every_seed=True,
+                        source=f"{FIGURE_2} (right): closer to least squares than to the trivial predictor"),
+            claim_check("flat-past-b", f"looped: largest error / d over k = {b + 1}…{3 * b} loops minus the error "
+                        f"at b = {b}, plus its error's excess over the midpoint", MARGIN, rises, relation="at_most",
                         source=f"{FIGURE_2} (left): flat past the trained loops (stated margin)"),
             claim_check("matches-standard", f"looped at b = {b} loops: error / d at k = {settings.points - 1} minus "
-                        f"the {settings.layers}-block transformer's (same steps, same seed)", MARGIN, gaps,
-                        relation="at_most", source=f"{FIGURE_2} (right): the looped transformer matches the standard "
-                                                   f"one (stated margin)")]
+                        f"the {settings.layers}-block transformer's (same steps, same seed), plus that one's excess over the "
+                        "midpoint", MARGIN, gaps, relation="at_most",
+                        source=f"{FIGURE_2} (right): the looped transformer matches the standard one (stated margin)")]
     return out
 
 
@@ -334,9 +343,10 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
 REPRODUCTION = Reproduction(
     name="yang-2023",
     paper=PAPER,
-    summary="A looped transformer (one block iterated with input injection) matches a standard multi-block "
-          "transformer on in-context linear regression with under 10 % of its parameters, and its error stays "
-          "flat when run for more loops than it was trained for.",
+    summary="A looped transformer (one block iterated with input injection, its state normalised every loop) comes "
+          "close to least squares and matches a standard multi-block transformer on in-context linear regression "
+          "with under 10 % of its parameters, and its error stays flat when run for more loops than it was "
+          "trained for.",
     caption="Fig. 2 of the paper: error against loop iterations of a looped transformer trained for b loops "
             "(left), and error against in-context examples of the looped and the standard transformer and least "
             "squares (right)",
@@ -346,5 +356,5 @@ REPRODUCTION = Reproduction(
     checks=checks,
     figure=figure,
     claims=CLAIMS,
-    quick_minutes=4.5,
+    quick_minutes=7.5,
 )

@@ -1,5 +1,6 @@
-"""saxe-2013: the half-learning time, the time constant of icl-sim's loop, the linear-map task and the
-deep-linear model's decoupled balanced start (references: the ODE solver, autograd, Monte Carlo)."""
+"""saxe-2013: the half-learning and rise times, the time constant of icl-sim's loop, the Euler part of the rise
+bound, the linear-map task and the deep-linear model's two starts (references: the ODE solver, autograd, the exact
+discrete dynamics of one mode, Monte Carlo)."""
 from __future__ import annotations
 
 import math
@@ -34,7 +35,7 @@ def test_the_training_loss_is_two_over_k_times_saxes_loss():
     """One SGD step of the loop on its loss is a step of 2·lr/k on L_S = ½ mean‖y − W2W1x‖²: τ = k/(2 lr)."""
     settings = saxe_2013.SCALES["quick"]
     task = settings.task
-    config = saxe_2013.runs(settings)["deep-linear"]
+    config = saxe_2013.runs(settings)["decoupled"]
     torch.manual_seed(0)
     model = build_model("deep-linear", task.dim, task.points, task.target_dim, **config.model_params).double()
     prompt = task.sample(64, make_generator(0, "train"), dtype=torch.float64)
@@ -57,6 +58,59 @@ def test_deep_linear_starts_balanced_with_every_mode_at_sigma_squared(width, tar
     torch.testing.assert_close(w1 @ w1.T, w2.T @ w2)  # balanced: W1 W1ᵀ = W2ᵀ W2
     xs = torch.randn(2, 4, 3, dtype=torch.float64)
     torch.testing.assert_close(model(xs, torch.zeros(2, 4, 3, dtype=torch.float64)), 0.01 * xs)
+
+
+@pytest.mark.parametrize("s, u0, tau", [(3.0, 1e-4, 300.0), (0.75, 0.02, 300.0)])
+def test_the_rise_from_a_quarter_to_three_quarters_takes_tau_over_2s_ln_9_whatever_u0(s, u0, tau):
+    settings = saxe_2013.Settings(singular_values=(s,), steps=1, lr=0.5 / tau, batch_size=1, points=1, log_every=1)
+    assert settings.tau == pytest.approx(tau)
+    events = []
+    for level in saxe_2013.RISE:
+        event = lambda _, u, level=level: u[0] - level * s  # noqa: E731
+        events.append(event)
+    solution = solve_ivp(lambda _, u: 2 * u * (s - u) / tau, (0, 100 * tau), [u0], events=events, rtol=1e-11,
+                         atol=1e-14)
+    start, end = solution.t_events[0][0], solution.t_events[1][0]
+    assert end - start == pytest.approx(settings.rise_time(s), rel=1e-7)
+
+
+@pytest.mark.parametrize("s", [3.0, 0.75])
+def test_the_euler_step_delays_the_rise_by_at_most_lr_s_over_k(s):
+    """One decoupled balanced mode a = √u under the loop's SGD step η = 2·lr/k on L_S: a ← a + η(s − a²)a; its rise
+    time departs from (τ/2s) ln 9 by less than the bound's Euler term lr·s/k (and by a fair part of it)."""
+    settings = saxe_2013.SCALES["quick"]
+    k, eta = settings.task.target_dim, 2 * settings.lr / settings.task.target_dim
+    a, strengths = math.sqrt(1e-4), [1e-4]
+    while strengths[-1] < 0.9 * s:
+        a += eta * (s - a * a) * a
+        strengths.append(a * a)
+    steps = np.arange(len(strengths), dtype=np.float64)
+    start, end = (saxe_2013.crossing(steps, np.array(strengths), level * s) for level in saxe_2013.RISE)
+    error = abs((end - start) / settings.rise_time(s) - 1)
+    assert 0.2 * settings.lr * s / k < error <= settings.lr * s / k
+
+
+def test_the_rise_bound_adds_euler_coupling_and_noise_terms():
+    settings = saxe_2013.SCALES["quick"]
+    s, k, points = 1.5, settings.task.target_dim, settings.batch_size * settings.points
+    noise = 3 * math.sqrt(k / (points * settings.rise_time(s)))
+    assert saxe_2013.rise_bound(settings, s, np.zeros(2)) == pytest.approx(settings.lr * s / k + noise)
+    assert saxe_2013.rise_bound(settings, s, np.array([0.15, 0.0])) == pytest.approx(
+        settings.lr * s / k + noise + 32 / 3 * 0.01)
+
+
+def test_the_random_start_draws_independent_entries_of_scale_sigma():
+    torch.manual_seed(3)
+    model = build_model("deep-linear", 40, 4, 40, width=50, init_scale=0.1, init="random").double()
+    for weights in (model.input_layer.detach(), model.output_layer.detach()):
+        n = weights.numel()
+        assert abs(weights.mean()) <= Z * 0.1 / math.sqrt(n)
+        # the sample variance of n Gaussians has relative standard error √(2/n)
+        assert weights.var() == pytest.approx(0.01, rel=Z * math.sqrt(2 / n))
+    w1, w2 = model.input_layer.detach(), model.output_layer.detach()
+    assert (w1 @ w1.T - w2.T @ w2).abs().max() > 0.05  # not balanced
+    with pytest.raises(ValueError, match="init"):
+        build_model("deep-linear", 3, 4, init="orthogonal")
 
 
 def test_deep_linear_rejects_a_narrow_hidden_layer():
@@ -87,10 +141,10 @@ def test_linear_map_default_rotation_is_the_identity_and_bad_values_are_named():
             make_task("linear-map", dim=2, singular_values=bad)
 
 
-def test_half_time_interpolates_between_logged_steps():
+def test_crossing_interpolates_between_logged_steps():
     steps = np.array([0.0, 10.0, 20.0])
-    assert saxe_2013.half_time(steps, np.array([0.0, 1.0, 3.0]), 4.0) == pytest.approx(15.0)
-    assert math.isnan(saxe_2013.half_time(steps, np.array([0.0, 0.5, 1.0]), 4.0))
+    assert saxe_2013.crossing(steps, np.array([0.0, 1.0, 3.0]), 2.0) == pytest.approx(15.0)
+    assert math.isnan(saxe_2013.crossing(steps, np.array([0.0, 0.5, 1.0]), 2.0))
 
 
 def test_an_untrained_model_has_no_learning_time_and_fails_every_claim(tmp_path):
@@ -103,10 +157,10 @@ def test_an_untrained_model_has_no_learning_time_and_fails_every_claim(tmp_path)
     checks = run_reproduction("saxe-2013", "smoke", tmp_path, seeds=2, control="untrained", device="cpu",
                               progress=False)
     settings = saxe_2013.SCALES["smoke"]
-    assert len(checks) == 2 * len(settings.singular_values) + 1
-    assert all(check.kind == "claim" and len(check.per_seed) == 2 for check in checks)
-    assert all(math.isnan(value) for check in checks for value in check.per_seed)
+    claims = [check for check in checks if check.kind == "claim"]
+    assert len(claims) == len(settings.singular_values) + 1
+    assert all(len(check.per_seed) == 2 and all(math.isnan(value) for value in check.per_seed) for check in claims)
     assert [entry.verdict for entry in claim_verdicts(reproduction, checks)] == ["failed", "failed"]
-    half_times = [check for check in checks if check.claim == "half-learning-time"]
+    half_times = [check for check in checks if check.kind == "sanity" and "t½" in check.quantity]
     assert [check.expected for check in half_times] == pytest.approx(
         [float(saxe_half_learning_time(s, settings.u0, settings.tau)) for s in settings.singular_values])

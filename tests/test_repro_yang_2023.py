@@ -1,10 +1,13 @@
-"""The parameter-count closed form behind yang-2023's checks, against an independent count."""
+"""yang-2023: the parameter-count closed form against an independent count, the authors' loop with the state
+normalised every loop against its written-out form, and the learned-task condition of the paired claims."""
 from __future__ import annotations
 
 import pytest
+import torch
 from torch import nn
 
 from icl_sim.models import build_model
+from icl_sim.paper_repro import yang_2023
 from icl_sim.paper_repro.yang_2023 import gpt2_parameter_count, parameter_count
 
 
@@ -42,3 +45,38 @@ def test_the_papers_ratio_tends_to_one_over_the_blocks():
               for width in (64, 256, 4096)]
     assert ratios[0] > ratios[1] > ratios[2] > 1 / 12
     assert ratios[2] == pytest.approx(1 / 12, rel=1e-2)
+
+
+def test_state_norm_normalises_the_state_after_every_loop_as_the_authors_backbone():
+    """Their loop, written out with the model's own modules: h ← LN_f(Block(h + e)) from h = 0, read-out of h at
+    the x tokens with no second LayerNorm; the state's tokens have zero mean and unit variance after every loop."""
+    torch.manual_seed(0)
+    model = build_model("looped", 2, 5, n_embd=16, n_head=2, loops=3, loop_window=1, state_norm=True).double()
+    with torch.no_grad():  # LayerNorm at its initial affine (1, 0) would hide a missing normalisation
+        model.head.ln_f.weight.uniform_(0.5, 1.5)
+        model.head.ln_f.bias.uniform_(-0.5, 0.5)
+    xs, ys = torch.randn(4, 5, 2, dtype=torch.float64), torch.randn(4, 5, dtype=torch.float64)
+    embedded = model.embed(xs, ys)
+    state, expected = torch.zeros_like(embedded), []
+    for _ in range(6):
+        state = model.head.ln_f(model.block(state + embedded))
+        expected.append(model.head.read_out(state[:, ::2]).squeeze(-1))
+    with torch.no_grad():
+        outputs = model.run_loops(xs, ys, 6)
+        states = model.run_loops(xs, ys, 6, features=True)
+    for ours, theirs in zip(outputs, expected):
+        torch.testing.assert_close(ours, theirs.detach())
+    plain = (states[-1] - model.head.ln_f.bias) / model.head.ln_f.weight  # undo the affine part
+    torch.testing.assert_close(plain.mean(-1), torch.zeros(4, 5, dtype=torch.float64), atol=1e-9, rtol=0)
+    torch.testing.assert_close(plain.var(-1, unbiased=False), torch.ones(4, 5, dtype=torch.float64), atol=1e-4,
+                               rtol=0)
+    with pytest.raises(ValueError, match="state_norm"):
+        build_model("looped", 2, 5, n_embd=16, n_head=2, loops=3, loop_window=1, state_norm=1)
+
+
+def test_matching_and_flatness_add_the_excess_over_the_midpoint():
+    assert yang_2023._unlearned(0.2, 0.5) == 0.0
+    assert yang_2023._unlearned(0.9, 0.5) == pytest.approx(0.4)
+    rows = [{"panel": "examples", "predictor": yang_2023.LEAST_SQUARES, "seed": None, "position": p, "mean": m}
+            for p, m in [(3, 0.4), (10, 0.02)]]
+    assert yang_2023._midpoint({"rows": rows}) == pytest.approx((0.02 + 1.0) / 2)

@@ -13,6 +13,9 @@ W2·W1 = σ² E (for k = d, σ² I) and, for k ≥ d, W1 W1ᵀ = W2ᵀ W2 = σ²
 Against a symmetric input–output map M = Q S Qᵀ (``icl_sim.tasks.LinearMap``) this is the
 decoupled start of their exact solution, W1 = R Q A Qᵀ and W2 = Q A Qᵀ Rᵀ with A = σ I: every
 mode i starts at strength u_i = σ² and follows τ u̇ = 2u(s_i − u) on its own.
+
+``init="random"`` is instead the paper's small random start (their Sec. 2 simulations): every
+entry of W1 and W2 drawn independently from N(0, σ²), so the modes start coupled and unaligned.
 """
 from __future__ import annotations
 
@@ -22,7 +25,10 @@ import torch
 from torch import nn
 
 from icl_sim.models.base import InContextModel
-from icl_sim.validation import check_float, check_int
+from icl_sim.validation import check_choice, check_float, check_int
+
+#: the initialisations: the decoupled balanced start, or independent Gaussian entries
+INITS = ("decoupled", "random")
 
 
 @dataclass(frozen=True)
@@ -32,10 +38,13 @@ class DeepLinearConfig:
     width: int = field(default=0, metadata={"help": "hidden width h (0: the input dimension d); h >= d"})
     init_scale: float = field(default=0.03, metadata={
         "help": "σ: W1 = σR, W2 = σERᵀ (R orthonormal columns), so W2·W1 = σ² I: every mode starts at σ²"})
+    init: str = field(default="decoupled", metadata={
+        "help": "decoupled: the balanced start above; random: every entry of W1, W2 drawn from N(0, σ²)"})
 
     def __post_init__(self):
         check_int("width", self.width, 0)
         check_float("init_scale", self.init_scale, 0.0)
+        check_choice("init", self.init, INITS)
 
     @property
     def layers(self) -> int:
@@ -56,10 +65,14 @@ class DeepLinear(InContextModel):
         width = config.width or dim
         if width < dim:
             raise ValueError(f"width must be 0 or at least dim={dim}, got {config.width}")
-        frame, _ = torch.linalg.qr(torch.randn(width, dim))  # orthonormal columns
         sigma = config.init_scale
-        self.input_layer = nn.Parameter(sigma * frame)  # W1 (h, d)
-        self.output_layer = nn.Parameter(sigma * torch.eye(target_dim, dim) @ frame.T)  # W2 (k, h)
+        if config.init == "random":
+            self.input_layer = nn.Parameter(sigma * torch.randn(width, dim))  # W1 (h, d)
+            self.output_layer = nn.Parameter(sigma * torch.randn(target_dim, width))  # W2 (k, h)
+        else:
+            frame, _ = torch.linalg.qr(torch.randn(width, dim))  # orthonormal columns
+            self.input_layer = nn.Parameter(sigma * frame)
+            self.output_layer = nn.Parameter(sigma * torch.eye(target_dim, dim) @ frame.T)
 
     def product(self) -> torch.Tensor:
         """The network's map W2 W1 (k, d)."""
