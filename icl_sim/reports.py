@@ -131,11 +131,21 @@ def check_curricula(config: TrainConfig, task) -> None:
                              f"do nothing; start it at most at {value}, or raise {size}")
 
 
+#: training work (FLOP) past which ``train`` says how long it will take: about 20 minutes at 1 TFLOP/s
+LARGE_TRAINING_FLOP = 1e15
+
+
 def config_warnings(config: TrainConfig) -> list[str]:
     """What in ``config`` is legal but probably not meant: a warm-up longer than the run, a
-    prompt with no in-context example (the query alone)."""
+    prompt with no in-context example (the query alone), and a run so long that its time should be
+    known before it starts."""
     task = make_task(config.task, **config.task_params)
     warnings = []
+    flop = training_flop(config, task)
+    if flop > LARGE_TRAINING_FLOP:
+        warnings.append(f"training this config is about {flop:.1e} FLOP (6 × parameters × tokens × steps): about "
+                        f"{flop / 1e12 / 3600:.3g} hours at 1 TFLOP/s (a fast CPU; one GPU is ~10-100 times "
+                        f"faster); lower --steps or the sizes if that is not meant")
     if config.warmup_steps > config.steps:
         warnings.append(f"warmup_steps={config.warmup_steps} is longer than the run (steps={config.steps}): "
                         f"the learning rate never reaches lr; lower warmup_steps")
@@ -152,6 +162,16 @@ def training_memory(config: TrainConfig, task=None) -> int:
     sizes = (task.dim, task.points, model_class.Config(**config.model_params), task.target_dim)
     return training_bytes(model_class.parameter_count(*sizes), model_class.activation_floats(*sizes),
                           config.batch_size)
+
+
+def training_flop(config: TrainConfig, task=None) -> float:
+    """The work of training ``config``, by the dense-layer rule: 6 FLOP per parameter per token (forward 2,
+    backward 4), over batch × points tokens per step: an estimate, without building the model."""
+    task = task if task is not None else make_task(config.task, **config.task_params)
+    model_class = MODELS[config.model]
+    parameters = model_class.parameter_count(task.dim, task.points, model_class.Config(**config.model_params),
+                                             task.target_dim)
+    return 6.0 * parameters * config.batch_size * task.points * config.steps
 
 
 def check_training_fits(config: TrainConfig, task=None) -> None:

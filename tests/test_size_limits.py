@@ -157,3 +157,13 @@ def test_probe_steps_past_int64_are_an_error_and_many_are_a_warning(tmp_path):
         "Warning: --steps 101 runs every setting's steps 1..101, each from the start: 5151 algorithm steps per "
         "setting, quadratic in --steps (1000 took about 11 min on 2 CPU cores); a model's layers are matched "
         "within the first few tens"]
+
+
+def test_a_run_of_many_flop_is_warned_about_with_its_hours():
+    config = train_config({"model": "gpt", "steps": 10 ** 8, "batch_size": 64}, dim=5, points=11)
+    built = MODELS["gpt"](5, 11, MODELS["gpt"].Config(**config.model_params), 1)
+    flop = 6 * sum(p.numel() for p in built.parameters()) * 64 * 11 * 10 ** 8
+    assert reports.training_flop(config) == flop
+    warning = next(text for text in config_warnings(config) if "FLOP" in text)
+    assert warning.startswith(f"training this config is about {flop:.1e} FLOP") and f"{flop / 3.6e15:.3g} hours" in warning
+    assert not any("FLOP" in text for text in config_warnings(dataclasses.replace(config, steps=1000)))
