@@ -1,3 +1,4 @@
+import signal
 import sys
 from pathlib import Path
 
@@ -15,3 +16,12 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def ctrl_c_reaches_the_tests():
+    """SIGINT delivered as KeyboardInterrupt, as in a terminal, also where the suite was started with it ignored
+    (``nohup``, ``&`` in a script; the processes a test starts would inherit that): the Ctrl-C tests send it."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
