@@ -225,3 +225,13 @@ def test_a_damaged_run_is_reported_as_such_and_hides_no_other(tmp_path):
     assert "checkpoint.pt is corrupt" in rows[0]["problem"] and "holds no record" in rows[1]["problem"]
     result = invoke("sweep", "status", str(tmp_path))
     assert result.exit_code == 0 and "1 done, 0 running, 0 failed, 0 pending, 2 damaged" in result.output
+
+
+def test_a_warning_that_concerns_every_run_is_printed_once(tmp_path):
+    spec = write_spec(tmp_path / "grid.json", {**BASE, "steps": 3, "warmup_steps": 5}, {"seed": [0, 1]})
+    result = invoke("sweep", "run", str(spec), "--out", str(tmp_path / "sweep"), "--executor", "debug",
+                    "--no-progress")
+    assert result.exit_code == 0, result.output
+    assert [line for line in result.stderr.splitlines() if line.startswith("Warning: ")] == [
+        "Warning: warmup_steps=5 is longer than the run (steps=3): the learning rate never reaches lr; "
+        "lower warmup_steps"]

@@ -43,12 +43,16 @@ def with_executor_options(command):
 @loop_progress_option
 def sweep_run(spec, root, executor, progress):
     """Train every run of grid SPEC (skipping finished runs, resuming interrupted ones); exit 1 if a job fails."""
-    from icl_sim.sweep import read_spec, run_sweep
+    from icl_sim.reports import config_warnings
+    from icl_sim.sweep import expand_grid, read_spec, run_sweep
 
     root = root or Path("runs") / Path(spec).stem
     threads = click.get_current_context().find_root().params.get("threads")
+    grid = read_spec(spec)
+    for warning in dict.fromkeys(text for _, config in expand_grid(grid) for text in config_warnings(config)):
+        click.echo(f"Warning: {warning}", err=True)  # each once, however many runs it concerns
     try:
-        rows = run_sweep(read_spec(spec), root, executor, threads=threads, progress=progress)
+        rows = run_sweep(grid, root, executor, threads=threads, progress=progress)
     except KeyboardInterrupt:
         click.echo(f"Interrupted: each run checkpointed as it stopped; `icl-sim sweep run {spec} --out {root}` "
                    f"resumes them", err=True)
