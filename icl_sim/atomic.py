@@ -6,6 +6,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 
 @contextlib.contextmanager
@@ -41,19 +42,23 @@ def naming_in_errors(path):
 
 
 @contextlib.contextmanager
-def removed_if_failed(directory):
-    """Run the block; if it raises, remove ``directory`` and the parents it created, when the block made them: a
-    failed command leaves no empty or half-filled output folder behind."""
-    created = Path(directory).absolute()
-    if created.exists():
+def removed_if_failed(directory, *, keep: str | None = None,
+                      removes: Callable[[BaseException], bool] = lambda error: True):
+    """Run the block; if it raises an error for which ``removes(error)`` holds (by default any), remove
+    ``directory`` and the parents it created, when the block made them and ``directory`` holds no file named
+    ``keep`` (e.g. a checkpoint worth resuming): a failed command leaves no empty or half-filled folder behind."""
+    path = Path(directory).absolute()
+    if path.exists():
         yield
         return
+    created = path
     while not created.parent.exists():
         created = created.parent
     try:
         yield
-    except BaseException:
-        shutil.rmtree(created, ignore_errors=True)
+    except BaseException as error:
+        if created.exists() and removes(error) and not (keep and (path / keep).exists()):
+            shutil.rmtree(created, ignore_errors=True)
         raise
 
 

@@ -1,13 +1,12 @@
 """Output directories: refused up front when they cannot be made, removed again when a command fails at once."""
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 from pathlib import Path
 
 import click
 
+from icl_sim.atomic import removed_if_failed
 from icl_sim.cli.errors import user_error_message
 
 
@@ -32,22 +31,7 @@ class OutputDirectory(click.Path):
         return path
 
 
-@contextlib.contextmanager
 def removed_on_user_error(path: Path, keep: str | None = None):
-    """Run the block; if it fails with a user error (bad input, memory, disk) remove what it made of ``path``.
-
-    Only a directory that did not exist before the block is removed, with the parents it created,
-    and not if it holds a file named ``keep`` (e.g. a checkpoint worth resuming).
-    """
-    path = Path(path).absolute()
-    created = path
-    while not created.parent.exists():
-        created = created.parent
-    existed = path.exists()
-    try:
-        yield
-    except Exception as error:
-        if not existed and created.exists() and user_error_message(error) is not None \
-                and not (keep and (path / keep).exists()):
-            shutil.rmtree(created)
-        raise
+    """:func:`~icl_sim.atomic.removed_if_failed` for a user error (bad input, memory, disk) only: a bug keeps
+    what it made, to be looked at."""
+    return removed_if_failed(path, keep=keep, removes=lambda error: user_error_message(error) is not None)
