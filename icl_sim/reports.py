@@ -157,9 +157,7 @@ def config_warnings(config: TrainConfig) -> list[str]:
 def training_memory(config: TrainConfig, task=None) -> int:
     """Estimated peak memory of training ``config`` (:func:`icl_sim.memory.training_bytes`), from the model's
     parameter count and activations, without building the model; ``task`` is ``config``'s, if made already."""
-    task = task if task is not None else make_task(config.task, **config.task_params)
-    model_class = MODELS[config.model]
-    sizes = (task.dim, task.points, model_class.Config(**config.model_params), task.target_dim)
+    model_class, sizes = _model_sizes(config, task)
     return training_bytes(model_class.parameter_count(*sizes), model_class.activation_floats(*sizes),
                           config.batch_size)
 
@@ -167,11 +165,17 @@ def training_memory(config: TrainConfig, task=None) -> int:
 def training_flop(config: TrainConfig, task=None) -> float:
     """The work of training ``config``, by the dense-layer rule: 6 FLOP per parameter per token (forward 2,
     backward 4), over batch × points tokens per step: an estimate, without building the model."""
+    model_class, sizes = _model_sizes(config, task)
+    _, points, *_ = sizes
+    return 6.0 * model_class.parameter_count(*sizes) * config.batch_size * points * config.steps
+
+
+def _model_sizes(config: TrainConfig, task=None) -> tuple[type, tuple]:
+    """``config``'s model class and the sizes it is built from, (dim, points, model config, target_dim), without
+    building it; ``task`` is ``config``'s, if made already."""
     task = task if task is not None else make_task(config.task, **config.task_params)
     model_class = MODELS[config.model]
-    parameters = model_class.parameter_count(task.dim, task.points, model_class.Config(**config.model_params),
-                                             task.target_dim)
-    return 6.0 * parameters * config.batch_size * task.points * config.steps
+    return model_class, (task.dim, task.points, model_class.Config(**config.model_params), task.target_dim)
 
 
 def check_training_fits(config: TrainConfig, task=None) -> None:
