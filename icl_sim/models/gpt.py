@@ -216,12 +216,13 @@ class XTokenReadOut(nn.Module):
         self.ln_f = nn.LayerNorm(n_embd)
         self.read_out = nn.Linear(n_embd, target_dim)
 
-    def forward(self, h: torch.Tensor, last_only: bool = False) -> torch.Tensor:
-        return self.read(h[:, -2] if last_only else h[:, ::2])
+    def forward(self, h: torch.Tensor, last_only: bool = False, normalised: bool = False) -> torch.Tensor:
+        return self.read(h[:, -2] if last_only else h[:, ::2], normalised)
 
-    def read(self, tokens: torch.Tensor) -> torch.Tensor:
-        """The prediction read out of each given x token: (..., n_embd) -> (...) or (..., k)."""
-        out = self.read_out(self.ln_f(tokens))
+    def read(self, tokens: torch.Tensor, normalised: bool = False) -> torch.Tensor:
+        """The prediction read out of each given x token: (..., n_embd) -> (...) or (..., k); ``normalised``: the
+        tokens have been through ``ln_f`` already (a looped model that normalises its state after every loop)."""
+        out = self.read_out(tokens if normalised else self.ln_f(tokens))
         return out.squeeze(-1) if out.shape[-1] == 1 else out
 
 

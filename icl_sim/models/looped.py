@@ -242,10 +242,7 @@ class LoopedTransformer(LoopedModel):
         return self.head.ln_f(state) if self.config.state_norm else state
 
     def _read(self, state, embedded, last_only):
-        if not self.config.state_norm:
-            return self.head(state, last_only)
-        out = self.head.read_out(state[:, -2] if last_only else state[:, ::2])  # already normalised
-        return out.squeeze(-1) if out.shape[-1] == 1 else out
+        return self.head(state, last_only, normalised=self.config.state_norm)
 
     def _features(self, state, embedded):
         return state[:, ::2]  # the x tokens, where the head reads
