@@ -1,12 +1,20 @@
+import os
 import signal
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import settings
 
 # make tests/contract.py importable as `contract`
 sys.path.insert(0, str(Path(__file__).parent))
+
+# Property tests draw the same examples on every run (a CI verdict must not depend on the day's draw);
+# HYPOTHESIS_PROFILE=explore draws new ones, to look for counterexamples on purpose.
+settings.register_profile("ci", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(autouse=True, scope="session")

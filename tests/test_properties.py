@@ -17,7 +17,8 @@ What holds for every draw:
 Fixed-example references (numpy loops per prefix, the contract suite's fixed prompts) live in
 tests/test_baselines.py, tests/test_algorithms.py and tests/test_contracts.py; this file adds the
 random coverage.  Prompts are drawn from a seeded torch generator whose seed and sizes hypothesis
-chooses, so every example is reproducible from its printed draw.
+chooses, so every example is reproducible from its printed draw; the draws are the same on every run
+(the "ci" profile of tests/conftest.py; HYPOTHESIS_PROFILE=explore draws new ones).
 """
 from __future__ import annotations
 
