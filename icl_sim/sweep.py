@@ -110,7 +110,8 @@ def train_remaining(config: TrainConfig, run_dir, threads: int | None = None,
 def execute_runs(runs: Mapping[str, tuple[TrainConfig, Path]], executor: Executor, root, *,
                  threads: int | None = None, log_extra: Callable[[InContextModel], dict] | None = None,
                  progress: bool = False) -> None:
-    """Submit every unfinished run of ``runs`` (key -> (config, run directory)) as a job and wait for them all.
+    """Submit every unfinished run of ``runs`` (key -> (config, run directory)) as a job and wait for them all;
+    the local executor starts at most :meth:`Executor.runs_at_once` of them at once, the next as one ends.
 
     Job files go to ``root/jobs``, each run's job to ``root/jobs.json``.  Raises SweepFailed, once every
     job has ended, if any ended before its run did.  ``progress`` reports each run as its job ends.
@@ -120,16 +121,28 @@ def execute_runs(runs: Mapping[str, tuple[TrainConfig, Path]], executor: Executo
     if not pending:
         return
     submitter = executor.submitit(root / JOBS_FOLDER)
-    controllers = output_to(root / JOBS_FOLDER / CONTROLLER_LOG) if executor.kind == "local" else nullcontext()
-    with controllers, submitter.batch():  # the batch submits as it closes, inside the redirection
-        jobs = {key: submitter.submit(train_remaining, config, run_dir, threads, log_extra)
-                for key, (config, run_dir) in pending.items()}
-    record_jobs(root, {key: {"executor": executor.kind, "job_id": job.job_id} for key, job in jobs.items()})
+    queue = list(pending.items())
+    jobs = {}
+
+    def submit(count: int) -> dict:
+        """Submit the next ``count`` runs of the queue; their jobs, also recorded in ``root/jobs.json``."""
+        batch = queue[:count]
+        del queue[:count]
+        if not batch:
+            return {}
+        controllers = output_to(root / JOBS_FOLDER / CONTROLLER_LOG) if executor.kind == "local" else nullcontext()
+        with controllers, submitter.batch():  # the batch submits as it closes, inside the redirection
+            submitted = {key: submitter.submit(train_remaining, config, run_dir, threads, log_extra)
+                         for key, (config, run_dir) in batch}
+        record_jobs(root, {key: {"executor": executor.kind, "job_id": job.job_id} for key, job in submitted.items()})
+        jobs.update(submitted)
+        return submitted
+
     failures = {}
-    shown = Progress(len(runs), start=len(runs) - len(jobs), desc="sweep", unit="run", enabled=progress,
+    shown = Progress(len(runs), start=len(runs) - len(pending), desc="sweep", unit="run", enabled=progress,
                      fraction=0, seconds=0)
     try:
-        for key, job in _as_they_end(jobs):
+        for key, job in _as_they_end(submit(executor.runs_at_once(threads) or len(queue)), submit):
             try:
                 job.result()
             except Exception as error:  # a job's failure is reported by run; the others still finish
@@ -182,14 +195,16 @@ def output_to(path: Path):
 POLL_SECONDS = 0.5
 
 
-def _as_they_end(jobs: Mapping[str, submitit.Job]):
-    """(key, job) of each of ``jobs`` as it ends, polling; a debug job runs in this process when its result is
-    asked for, so it counts as ended (asking it ``done()`` would run it, and a failed one again on ``result()``)."""
+def _as_they_end(jobs: Mapping[str, submitit.Job], submit: Callable[[int], Mapping[str, submitit.Job]]):
+    """(key, job) of each of ``jobs`` as it ends, polling, and of the jobs ``submit(count)`` starts in the places
+    of the ``count`` that just ended; a debug job runs in this process when its result is asked for, so it counts
+    as ended (asking it ``done()`` would run it, and a failed one again on ``result()``)."""
     remaining = dict(jobs)
     while remaining:
         ended = [key for key, job in remaining.items() if isinstance(job, submitit.DebugJob) or job.done()]
         for key in ended:
             yield key, remaining.pop(key)
+        remaining.update(submit(len(ended)))
         if remaining and not ended:
             time.sleep(POLL_SECONDS)
 

@@ -106,7 +106,7 @@ def test_ctrl_c_stops_a_sweep_with_one_line_and_its_runs_checkpointed(tmp_path):
     spec = write_spec(tmp_path / "grid.yaml", {**BASE, "steps": 10**6}, {"seed": [0, 1]})
     root = tmp_path / "sweep"
     process = subprocess.Popen([sys.executable, "-m", "icl_sim.cli", "--threads", "1", "sweep", "run", str(spec),
-                                "--out", str(root)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                "--out", str(root), "--parallel", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                start_new_session=True)
     wait_for(lambda: [True] if len(list(root.glob("runs/*/checkpoint.pt"))) == 2 else [], timeout=180)
     os.killpg(process.pid, signal.SIGINT)
@@ -117,6 +117,30 @@ def test_ctrl_c_stops_a_sweep_with_one_line_and_its_runs_checkpointed(tmp_path):
     assert "KeyboardInterrupt" in (root / "jobs" / "controllers.log").read_text()
     rows = sweep_status(root)
     assert all(row["state"] == "failed" and row["steps"] >= 10 for row in rows), rows
+
+
+@pytest.mark.slow
+def test_the_local_executor_starts_at_most_parallel_runs_at_once(tmp_path):
+    """With ``parallel=1`` two runs execute one after another: the second starts (writes its config) after the
+    first ended (wrote its last checkpoint).  300 steps take seconds, longer than the two processes' start-up skew:
+    with ``parallel=2`` the same runs overlap."""
+    spec = write_spec(tmp_path / "grid.yaml", {**BASE, "steps": 300}, {"seed": [0, 1]})
+    rows = run_sweep(read_spec(spec), tmp_path / "sweep", Executor("local", parallel=1), threads=1)
+    assert [row["state"] for row in rows] == ["done"] * 2
+    spans = sorted(((run / "config.json").stat().st_mtime, (run / "checkpoint.pt").stat().st_mtime)
+                   for run in (tmp_path / "sweep" / "runs").iterdir())
+    assert all(start >= previous_end for (_, previous_end), (start, _) in zip(spans, spans[1:])), spans
+
+
+def test_runs_at_once_defaults_to_what_the_cores_hold_and_is_unbounded_under_slurm(monkeypatch):
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    cores = os.cpu_count()
+    assert Executor("local").runs_at_once(threads=1) == cores
+    assert Executor("local").runs_at_once(threads=cores + 1) == 1
+    assert Executor("local", parallel=3).runs_at_once(threads=1) == 3
+    assert Executor("slurm", parallel=3).runs_at_once(threads=1) is None
+    with pytest.raises(ValueError, match="parallel"):
+        Executor("local", parallel=0)
 
 
 @pytest.mark.slow

@@ -79,7 +79,8 @@ def repro_run(name, run_all, scale, seeds, first_seed, control, rehearse, out_di
 def _refuse_executor_options(scale: str) -> None:
     """Below the full scale (and in its rehearsal) runs train in this process: an executor option would be ignored."""
     ctx = click.get_current_context()
-    given = [param.opts[0] for param in ctx.command.params if param.name in ("kind", "partition", "timeout_min", "gpus")
+    executor_parameters = ("kind", "partition", "timeout_min", "gpus", "parallel")
+    given = [param.opts[0] for param in ctx.command.params if param.name in executor_parameters
              and ctx.get_parameter_source(param.name) is not click.core.ParameterSource.DEFAULT]
     if given:
         where = "in a rehearsal" if scale == "full" else f"at --scale {scale}"

@@ -20,16 +20,19 @@ executor_options = [
     option("--timeout-min", type=click.IntRange(min=1), default=24 * 60, show_default=True,
            help="minutes a job may run"),
     option("--gpus", type=click.IntRange(min=0), help="GPUs per job  [default: 1 where CUDA is available, else 0]"),
+    option("--parallel", type=click.IntRange(min=1),
+           help="runs executing at once  [default: local: one per GPU where CUDA is available, else as many as the "
+                "cores hold at --threads threads each; slurm: no limit]"),
 ]
 
 
 def with_executor_options(command):
     """Add the options that choose where runs execute; they reach the command as one ``executor``."""
     @functools.wraps(command)
-    def build(kind, partition, timeout_min, gpus, **rest):
+    def build(kind, partition, timeout_min, gpus, parallel, **rest):
         from icl_sim.executors import Executor
 
-        return command(executor=Executor(kind, partition, timeout_min, gpus), **rest)
+        return command(executor=Executor(kind, partition, timeout_min, gpus, parallel), **rest)
 
     for executor_option in reversed(executor_options):
         build = executor_option(build)
