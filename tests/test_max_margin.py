@@ -1,0 +1,106 @@
+"""Hard-margin SVMs (icl_sim.theory.max_margin) against closed forms and scipy's SLSQP as an independent solver."""
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import minimize
+
+from icl_sim.theory.max_margin import attention_svm, matrix_correlation, max_margin_classifier
+
+
+def slsqp_min_norm(rows: np.ndarray) -> np.ndarray:
+    """argmin ‖v‖² subject to rows @ v ≥ 1, by scipy's SLSQP (an active-set method, unlike Clarabel)."""
+    result = minimize(lambda v: v @ v, np.ones(rows.shape[1]), jac=lambda v: 2 * v, method="SLSQP",
+                      constraints=[{"type": "ineq", "fun": lambda v: rows @ v - 1, "jac": lambda v: rows}],
+                      options={"ftol": 1e-14, "maxiter": 500})
+    assert result.success, result.message
+    return result.x
+
+
+def prompts(seed: int, n: int = 4, count: int = 3, dim: int = 4):
+    generator = torch.Generator().manual_seed(seed)
+    tokens = torch.randn(n, count, dim, generator=generator, dtype=torch.float64)
+    queries = torch.randn(n, dim, generator=generator, dtype=torch.float64)
+    selected = torch.randint(count, (n,), generator=generator)
+    return tokens, queries, selected
+
+
+def margins(weights, tokens, queries, selected):
+    """(x_α − x_t)ᵀ W z_i for every prompt i and every other token t."""
+    scores = torch.einsum("ita,ab,ib->it", tokens, weights, queries)
+    chosen = scores[torch.arange(len(selected)), selected]
+    others = torch.ones_like(scores, dtype=torch.bool)
+    others[torch.arange(len(selected)), selected] = False
+    return (chosen[:, None] - scores)[others]
+
+
+@pytest.mark.parametrize("norm", ["fro", "nuc"])
+def test_one_constraint_has_the_rank_one_closed_form(norm):
+    """With one prompt of two tokens the constraint is ⟨W, a zᵀ⟩ ≥ 1, a = x_α − x_t; both norms are least at
+    W = a zᵀ / (‖a‖² ‖z‖²) (the Frobenius projection; for the nuclear norm, the dual of the spectral norm of the
+    rank-one a zᵀ)."""
+    tokens = torch.tensor([[[1.0, 2.0, 0.0], [0.0, -1.0, 1.0]]], dtype=torch.float64)
+    queries = torch.tensor([[0.5, 0.0, -2.0]], dtype=torch.float64)
+    a, z = tokens[0, 1] - tokens[0, 0], queries[0]
+    expected = torch.outer(a, z) / (a.square().sum() * z.square().sum())
+    solution = attention_svm(tokens, queries, torch.tensor([1]), norm)
+    assert torch.allclose(solution, expected, atol=1e-7)
+
+
+def test_the_frobenius_svm_agrees_with_an_independent_solver():
+    tokens, queries, selected = prompts(0)
+    solution = attention_svm(tokens, queries, selected, "fro")
+    chosen = tokens[torch.arange(4), selected]
+    rows = torch.stack([torch.outer(chosen[i] - tokens[i, t], queries[i]).flatten()
+                        for i in range(4) for t in range(3) if t != selected[i]])
+    reference = slsqp_min_norm(rows.numpy()).reshape(4, 4)
+    assert np.allclose(solution.numpy(), reference, atol=1e-5)
+    assert margins(solution, tokens, queries, selected).min() >= 1 - 1e-7
+
+
+def test_each_norm_is_least_at_its_own_solution_and_the_nuclear_one_has_lower_rank():
+    """Optimality across the two programs (each feasible for the other): ‖W_F‖_F ≤ ‖W_*‖_F and ‖W_*‖_* ≤ ‖W_F‖_*;
+    with fewer constraints than d², the nuclear solution has lower rank (Tarzanagh et al.'s rank gap)."""
+    tokens, queries, selected = prompts(1, n=3, count=2, dim=5)
+    frobenius, nuclear = (attention_svm(tokens, queries, selected, norm) for norm in ("fro", "nuc"))
+    for weights in (frobenius, nuclear):
+        assert margins(weights, tokens, queries, selected).min() >= 1 - 1e-6
+    assert torch.linalg.norm(frobenius) <= torch.linalg.norm(nuclear) + 1e-7
+    assert torch.linalg.matrix_norm(nuclear, "nuc") <= torch.linalg.matrix_norm(frobenius, "nuc") + 1e-7
+
+    def rank(weights):
+        values = torch.linalg.svdvals(weights)
+        return int((values > 1e-5 * values[0]).sum())
+
+    assert rank(nuclear) < rank(frobenius) == 3
+
+
+def test_the_max_margin_classifier_has_its_closed_form_and_agrees_with_an_independent_solver():
+    xs = torch.tensor([[2.0, 0.0], [0.0, 1.0]], dtype=torch.float64)
+    solution = max_margin_classifier(xs, torch.tensor([1.0, -1.0], dtype=torch.float64))
+    assert torch.allclose(solution, torch.tensor([0.5, -1.0], dtype=torch.float64), atol=1e-7)
+
+    generator = torch.Generator().manual_seed(2)
+    xs = torch.randn(20, 3, generator=generator, dtype=torch.float64)
+    ys = torch.sign(xs @ torch.tensor([1.0, -0.5, 0.25], dtype=torch.float64))
+    solution = max_margin_classifier(xs, ys)
+    assert np.allclose(solution.numpy(), slsqp_min_norm((ys[:, None] * xs).numpy()), atol=1e-5)
+
+
+def test_matrix_correlation_is_the_cosine_of_two_matrices():
+    weights = torch.tensor([[1.0, 2.0], [0.0, -1.0]])
+    assert matrix_correlation(weights, 3 * weights) == pytest.approx(1.0)
+    assert matrix_correlation(weights, -weights) == pytest.approx(-1.0)
+    assert matrix_correlation(torch.eye(2), torch.tensor([[0.0, 1.0], [1.0, 0.0]])) == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: attention_svm(torch.ones(1, 2, 2), torch.ones(1, 2), torch.tensor([0])), "no solution"),
+    (lambda: attention_svm(*prompts(0), norm="spectral"), "norm must be one of fro, nuc"),
+    (lambda: attention_svm(torch.ones(2, 3, 2), torch.ones(2, 3), torch.tensor([0, 1])), "queries must have shape"),
+    (lambda: attention_svm(torch.ones(2, 3, 2), torch.ones(2, 2), torch.tensor([0, 3])), "selected must hold"),
+    (lambda: max_margin_classifier(torch.ones(2, 2), torch.tensor([1.0, -1.0])), "no solution"),
+    (lambda: max_margin_classifier(torch.ones(2, 2), torch.tensor([1.0, 0.0])), "ys must be labels"),
+])
+def test_bad_input_is_one_line_naming_it(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
