@@ -31,12 +31,17 @@ Graph generators (``generator``):
   (``min_nodes = 0`` means m = n); nodes 0..m−1 form G(m, p) with p = min(1,
   average_degree / (m − 1)); nodes m..n−1 are padding: isolated, their tokens
   present, and never queried.
+  With ``er_max_diameter = D > 0`` only graphs of diameter ≤ D are kept (rejection:
+  a rejected graph is redrawn), Ye et al.'s within-capacity training law (D = 3^L).
 * ``chain``: a random permutation of the nodes is cut into consecutive blocks of
   ``path_length + 1`` nodes; each full block is a path with ``path_length`` edges
   (directed: along the permutation), the n mod (path_length + 1) left-over nodes are
   isolated.  Several chains act as distractors for one another (Ye et al.'s
   out-of-distribution "two isolated chains"), so endpoints with edges may be
   disconnected.
+* ``cliques``: a random permutation cut into blocks of ``clique_size`` nodes, each a
+  clique (Ye et al.'s out-of-distribution "two cliques" at n = 2 · clique_size); the
+  n mod clique_size left-over nodes are isolated.
 * ``bounded-diameter``: ``components`` random trees of depth ≤ h = ⌊D/2⌋
   (D = ``max_diameter``; for odd D each component has two adjacent roots, a central
   edge), built by giving every non-root node a level in 1..h and a parent uniform
@@ -74,7 +79,7 @@ Graph generators (``generator``):
   label is still read from the drawn pair's reachability.  Vertex ids are a random
   permutation, so ids carry no structure.
 
-Queries (erdos-renyi, chain, bounded-diameter): the label is drawn first, +1 with
+Queries (erdos-renyi, chain, cliques, bounded-diameter): the label is drawn first, +1 with
 probability ``reachable_fraction``; s is uniform among the queryable nodes that have at
 least one target with that label and t uniform among those targets (masked sampling,
 vectorised).  When no node has such a
@@ -104,7 +109,9 @@ from icl_sim.tasks.base import TaskFamily, check_draw, parameter
 from icl_sim.theory.graph_algorithms import BFSReachability, DegreeHeuristic, ReachabilityRounds
 from icl_sim.validation import check_choice, check_float, check_int
 
-GENERATORS = ("erdos-renyi", "chain", "bounded-diameter", "graphqa", "balanced-dag")
+GENERATORS = ("erdos-renyi", "chain", "bounded-diameter", "graphqa", "balanced-dag", "cliques")
+#: rounds of redrawing an Erdős–Rényi batch's graphs that exceed er_max_diameter before the bound is refused
+MAX_REDRAWS = 1000
 #: the hard slice: pairs at least this far apart (or disconnected with both ends of positive degree)
 HARD_DISTANCE = 4
 
@@ -119,14 +126,16 @@ class GraphConnectivity(TaskFamily):
     dim_parameter: ClassVar[str] = "nodes"
 
     nodes: int = parameter("number of nodes n (tokens are 2n wide, prompts n + 1 long)", 16)
-    generator: str = parameter("graph law: erdos-renyi, chain, bounded-diameter, graphqa or balanced-dag",
-                               "erdos-renyi")
+    generator: str = parameter("graph law: erdos-renyi, chain, bounded-diameter, graphqa, balanced-dag or "
+                               "cliques", "erdos-renyi")
     directed: bool = parameter("directed edges (reachability along edge directions)", False)
     reachable_fraction: float = parameter("probability that a query asks for a reachable pair (label +1)", 0.5)
     min_nodes: int = parameter("erdos-renyi, graphqa: smallest graph size (0 = nodes); the other nodes are "
                                "isolated padding, never queried", 0)
     average_degree: float = parameter("erdos-renyi: expected (out-)degree c, edge probability c/(m-1); "
                                       "balanced-dag: expected out-degree of a filler", 1.5)
+    er_max_diameter: int = parameter("erdos-renyi: keep only graphs whose diameter (the longest shortest path) is "
+                                     "at most this, by rejection (0 = no filter)", 0)
     path_length: int = parameter("chain: edges per chain (each chain has path_length + 1 nodes)", 4)
     max_diameter: int = parameter("bounded-diameter: bound D on every shortest-path length", 4)
     components: int = parameter("bounded-diameter: number of trees (connected components)", 2)
@@ -136,6 +145,7 @@ class GraphConnectivity(TaskFamily):
     branches: int = parameter("balanced-dag: branches from the start vertex (one leads to the goal)", 2)
     max_lookahead: int = parameter("balanced-dag: largest query distance ℓ, uniform on 1..max (0 = largest "
                                    "that fits, (nodes - 1) // branches - 1)", 0)
+    clique_size: int = parameter("cliques: nodes per clique (the n mod clique_size left-over nodes are isolated)", 4)
 
     def __post_init__(self):
         check_int("nodes", self.nodes, 2)
@@ -155,10 +165,14 @@ class GraphConnectivity(TaskFamily):
         check_float("edge_probability_max", self.edge_probability_max, self.edge_probability_min, maximum=1.0)
         check_int("branches", self.branches, 1)
         check_int("max_lookahead", self.max_lookahead, 0)
+        check_int("er_max_diameter", self.er_max_diameter, 0)
+        check_int("clique_size", self.clique_size, 2)
         # bounds that involve the graph size, for the generator whose parameters they are (a default
         # of another generator's parameter must not refuse a small graph)
         if self.generator == "chain":
             check_int("path_length", self.path_length, 1, self.nodes - 1, maximum_name="nodes - 1")
+        if self.generator == "cliques":
+            check_int("clique_size", self.clique_size, 2, self.nodes, maximum_name="nodes")
         if self.generator == "bounded-diameter":
             roots = 2 if self.max_diameter % 2 else 1
             check_int("components", self.components, 1, self.nodes // roots, maximum_name=f"nodes // {roots}")
@@ -197,6 +211,8 @@ class GraphConnectivity(TaskFamily):
             return self._erdos_renyi(batch_size, generator)
         if self.generator == "chain":
             return self._chains(batch_size, generator)
+        if self.generator == "cliques":
+            return self._cliques(batch_size, generator)
         if self.generator == "graphqa":
             return self._graphqa(batch_size, generator)
         if self.generator == "balanced-dag":
@@ -213,6 +229,26 @@ class GraphConnectivity(TaskFamily):
         return upper | upper.transpose(1, 2)
 
     def _erdos_renyi(self, batch_size, generator):
+        """G(m, p) graphs; with ``er_max_diameter`` the rejected ones are redrawn, a whole batch at a time, until
+        every graph has diameter ≤ the bound."""
+        adjacency, active = self._erdos_renyi_draw(batch_size, generator)
+        if self.er_max_diameter:
+            rejected, redraws = self._too_wide(adjacency), 0
+            while bool(rejected.any()):
+                if redraws == MAX_REDRAWS:
+                    raise ValueError(f"er_max_diameter={self.er_max_diameter}: after {MAX_REDRAWS} redraws some "
+                                     f"graphs still have a larger diameter: the law almost never meets the bound "
+                                     f"(raise it, or change average_degree)")
+                fresh, fresh_active = self._erdos_renyi_draw(batch_size, generator)
+                adjacency[rejected], active[rejected] = fresh[rejected], fresh_active[rejected]
+                rejected, redraws = rejected & self._too_wide(fresh), redraws + 1
+        return adjacency, active
+
+    def _too_wide(self, adjacency: torch.Tensor) -> torch.Tensor:
+        """(B,) bool: some pair is reachable, but not within ``er_max_diameter`` hops (diameter > the bound)."""
+        return (reachability(adjacency) & ~within_hops(adjacency, self.er_max_diameter)).flatten(1).any(dim=1)
+
+    def _erdos_renyi_draw(self, batch_size, generator):
         n, device = self.nodes, generator.device
         low = self.min_nodes or n
         size = low + torch.randint(n - low + 1, (batch_size,), generator=generator, device=device)
@@ -232,6 +268,16 @@ class GraphConnectivity(TaskFamily):
         adjacency[batch, order[:, :-1], order[:, 1:]] = linked.expand(batch_size, -1)
         if not self.directed:
             adjacency = adjacency | adjacency.transpose(1, 2)
+        return adjacency, torch.ones(batch_size, n, dtype=torch.bool, device=device)
+
+    def _cliques(self, batch_size, generator):
+        """A random permutation cut into blocks of ``clique_size`` nodes, each block a clique (Ye et al.'s "two
+        cliques" at n = 2 · clique_size); the n mod clique_size left-over nodes are isolated."""
+        n, device, k = self.nodes, generator.device, self.clique_size
+        position = torch.rand(batch_size, n, generator=generator, device=device).argsort(dim=1).argsort(dim=1)
+        block = torch.where(position < (n // k) * k, position // k, -1 - position)  # node -> its block (or alone)
+        same = block[:, :, None] == block[:, None, :]
+        adjacency = same & ~torch.eye(n, dtype=torch.bool, device=device)
         return adjacency, torch.ones(batch_size, n, dtype=torch.bool, device=device)
 
     def _bounded_diameter(self, batch_size, generator):
@@ -418,21 +464,52 @@ def _uniform_choice(mask: torch.Tensor, generator: torch.Generator) -> torch.Ten
     return torch.where(mask, u, torch.full_like(u, -1.0)).argmax(dim=1)
 
 
-def reachability(adjacency: torch.Tensor, hops: int | None = None) -> torch.Tensor:
-    """R[b, u, v] = v reachable from u in ≤ ``hops`` steps (default: any number), (B, n, n) bool.
+def reachability(adjacency: torch.Tensor) -> torch.Tensor:
+    """R[b, u, v] = v reachable from u in any number of steps, (B, n, n) bool (:func:`within_hops` for a bound).
 
-    Repeated squaring of A ∨ I, clamping every product back to {0, 1}: ⌈log₂ hops⌉
+    Repeated squaring of A ∨ I, clamping every product back to {0, 1}: ⌈log₂(n − 1)⌉
     float matrix products whose entries never exceed n, so nothing overflows.
     """
     n = adjacency.shape[-1]
-    hops = n - 1 if hops is None else hops
     eye = torch.eye(n, dtype=torch.bool, device=adjacency.device)
     reach = adjacency.bool() | eye
     dtype = torch.float64 if n >= 2 ** 24 else torch.float32
-    for _ in range(math.ceil(math.log2(max(hops, 1)))):
+    for _ in range(math.ceil(math.log2(max(n - 1, 1)))):
         r = reach.to(dtype)
         reach = (r @ r) > 0
     return reach
+
+
+def within_hops(adjacency: torch.Tensor, hops: int) -> torch.Tensor:
+    """R[b, u, v] = v reachable from u in at most ``hops`` steps, exactly (B, n, n) bool: (A ∨ I)^hops by binary
+    powers, each product clamped to {0, 1}."""
+    n = adjacency.shape[-1]
+    eye = torch.eye(n, dtype=torch.bool, device=adjacency.device)
+    power, result = (adjacency.bool() | eye).to(torch.float32), eye.to(torch.float32).expand_as(adjacency)
+    while hops:
+        if hops & 1:
+            result = ((result @ power) > 0).to(torch.float32)
+        hops >>= 1
+        if hops:
+            power = ((power @ power) > 0).to(torch.float32)
+    return result > 0
+
+
+def diameters(adjacency: torch.Tensor) -> torch.Tensor:
+    """The diameter of each graph (B,) long: the longest shortest path between two nodes that are connected
+    (0 for a graph without edges), by boolean frontier growth from every node at once."""
+    n = adjacency.shape[-1]
+    step = (adjacency.bool() | torch.eye(n, dtype=torch.bool, device=adjacency.device)).to(torch.float32)
+    reach = step.clone()
+    diameter = torch.zeros(adjacency.shape[0], dtype=torch.long, device=adjacency.device)
+    for hops in range(1, n):
+        grown = (reach @ step) > 0
+        changed = (grown != (reach > 0)).flatten(1).any(dim=1)
+        if not bool(changed.any()):
+            break
+        diameter = torch.where(changed, hops + 1, diameter)
+        reach = grown.to(torch.float32)
+    return torch.where(adjacency.flatten(1).any(dim=1), diameter.clamp(min=1), 0)
 
 
 def shortest_distances(adjacency: torch.Tensor, source: torch.Tensor) -> torch.Tensor:

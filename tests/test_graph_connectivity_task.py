@@ -16,7 +16,7 @@ import pytest
 import torch
 from tiny_runs import train_and_evaluate
 from icl_sim.tasks import TASKS, GraphConnectivity, make_task
-from icl_sim.tasks.graph_connectivity import reachability
+from icl_sim.tasks.graph_connectivity import reachability, within_hops
 from icl_sim.theory.graph_algorithms import (
     BFSReachability,
     DegreeHeuristic,
@@ -109,9 +109,10 @@ def test_reachability_squaring_is_exact_on_long_paths_and_never_overflows():
     expected = torch.ones(n, n, dtype=torch.bool).triu()  # directed: v reachable from u iff v >= u
     assert torch.equal(reachability(a)[0], expected)
     assert torch.equal(reachability(a | a.transpose(1, 2))[0], torch.ones(n, n, dtype=torch.bool))
-    # within k hops: 0 <= v - u <= k
+    # within k hops: 0 <= v - u <= k, for k a power of two and not
     diff = idx.new_tensor(range(n))[None, :] - idx.new_tensor(range(n))[:, None]
-    assert torch.equal(reachability(a, hops=8)[0], (diff >= 0) & (diff <= 8))
+    for hops in (8, 9, 511):
+        assert torch.equal(within_hops(a, hops)[0], (diff >= 0) & (diff <= hops))
 
 
 def test_sampling_at_512_nodes_runs_and_matches_bfs():
@@ -353,3 +354,10 @@ def test_tiny_gpt_trains_and_evaluation_reports_the_hard_slice(tmp_path):
     assert math.isfinite(model) and 0.0 <= model <= 1.0
     # above chance (labels are ≈ balanced; 0.5 + 5 standard errors at 256 prompts is 0.66) after 300 steps
     assert model > 0.7
+
+
+def test_a_diameter_bound_the_law_almost_never_meets_is_refused_not_looped_on():
+    """Diameter ≤ 1 asks every component of G(12, 4/11) to be a clique: refused after the redraws, in one line."""
+    task = GraphConnectivity(nodes=12, average_degree=4.0, er_max_diameter=1)
+    with pytest.raises(ValueError, match="er_max_diameter=1: after 1000 redraws"):
+        task.sample(8, torch.Generator().manual_seed(0))

@@ -1,6 +1,7 @@
-"""ye-2025's closed forms: cubing's reach 3^L (against networkx distances), and the disentangled transformer's
+"""ye-2025's closed forms and data: cubing's reach 3^L (against networkx distances), the disentangled transformer's
 two channels set by hand — W = I cubes the adjacency matrix (exact within 3 hops, blind at 4), W = J = 11ᵀ is
-the degree heuristic exactly."""
+the degree heuristic exactly — and the paper's graph laws (the diameter filter, the two cliques) against
+networkx."""
 from __future__ import annotations
 
 import networkx as nx
@@ -9,7 +10,10 @@ import torch
 
 from icl_sim.models import build_model
 from icl_sim.seeding import make_generator
+from icl_sim.paper_repro import ye_2025
+from icl_sim.paper_repro.connectivity_measures import query_correct
 from icl_sim.tasks import GraphConnectivity
+from icl_sim.tasks.graph_connectivity import diameters, within_hops
 from icl_sim.theory.graph_algorithms import DegreeHeuristic, ReachabilityRounds, decode_prompt
 
 N = 12
@@ -76,3 +80,58 @@ def test_all_ones_channel_is_the_degree_heuristic():
     heuristic = DegreeHeuristic().predict(prompt.xs, prompt.ys)[:, -1] > 0
     assert torch.equal(answer, heuristic)
     assert not torch.equal(answer, prompt.latent["label"])  # and it is not reachability
+
+
+def _networkx_diameter(adjacency) -> int:
+    """The longest shortest path between connected nodes (0 without edges), from networkx."""
+    graph = nx.from_numpy_array(adjacency.numpy().astype(int))
+    return max(max(nx.single_source_shortest_path_length(graph, u).values()) for u in graph.nodes)
+
+
+def test_diameter_filter_keeps_exactly_the_graphs_within_the_bound():
+    er = GraphConnectivity(nodes=20, average_degree=0.08 * 19)
+    unfiltered = er.sample(600, make_generator(4, "eval")).latent["adjacency"]
+    filtered = GraphConnectivity(nodes=20, average_degree=0.08 * 19, er_max_diameter=9).sample(
+        600, make_generator(4, "eval")).latent["adjacency"]
+    expected = torch.tensor([_networkx_diameter(a) for a in unfiltered])
+    assert torch.equal(diameters(unfiltered), expected)
+    assert int((expected > 9).sum()) > 5  # ER(20, 0.08) exceeds the capacity 9 in a few % of graphs
+    assert max(_networkx_diameter(a) for a in filtered) <= 9
+    kept = expected <= 9  # a graph within the bound is kept as drawn, the others redrawn
+    assert torch.equal(filtered[kept], unfiltered[kept])
+
+
+@pytest.mark.parametrize("hops", [1, 2, 5, 9])
+def test_within_hops_is_networkx_distance_at_most_hops(hops):
+    adjacency = GraphConnectivity(nodes=12, average_degree=2.0).sample(100, make_generator(5, "eval")).latent[
+        "adjacency"]
+    for a, reach in zip(adjacency, within_hops(adjacency, hops)):
+        lengths = dict(nx.all_pairs_shortest_path_length(nx.from_numpy_array(a.numpy().astype(int))))
+        expected = torch.tensor([[lengths[u].get(v, hops + 1) <= hops for v in range(12)] for u in range(12)])
+        assert torch.equal(reach, expected)
+
+
+def test_two_cliques_are_two_complete_blocks():
+    prompt = GraphConnectivity(nodes=20, generator="cliques", clique_size=10).sample(200, make_generator(6, "eval"))
+    for a, s, t, label in zip(prompt.latent["adjacency"], prompt.latent["source"], prompt.latent["target"],
+                              prompt.latent["label"]):
+        graph = nx.from_numpy_array(a.numpy().astype(int))
+        components = sorted(len(c) for c in nx.connected_components(graph))
+        assert components == [10, 10] and graph.number_of_edges() == 2 * 45
+        assert bool(label) == nx.has_path(graph, int(s), int(t))
+
+
+def test_query_answers_from_the_last_position_match_the_full_prediction():
+    task = ye_2025.test_tasks()[ye_2025.CHAINS]
+    prompt = task.sample(64, make_generator(7, "eval"), dtype=torch.float64)
+    model = build_model("disentangled", task.dim, task.points, layers=2)
+    assert torch.equal(ye_2025.answers_correct(model, prompt), query_correct(model, prompt))
+
+
+def test_the_held_out_chains_lie_within_capacity_and_defeat_the_heuristic():
+    task = ye_2025.test_tasks()[ye_2025.CHAINS]
+    prompt = task.sample(500, make_generator(8, "eval"), dtype=torch.float64)
+    assert int(prompt.latent["distance"].max()) == ye_2025.CAPACITY
+    assert torch.equal(query_correct(ReachabilityRounds(2, 3), prompt), torch.ones(500, dtype=torch.float64))
+    heuristic = query_correct(DegreeHeuristic(), prompt)
+    assert torch.equal(heuristic, prompt.latent["label"].to(torch.float64))  # right exactly on the connected pairs
