@@ -5,15 +5,21 @@
   all inputs), weighted uniformly, equal the closed forms exactly;
 * conjunction / disjunction elimination: the library's learners on every sequence of a tiny n, weighted by the
   task's law written out (literal prior 0.15/0.15/0.7, planting 0.3), equal the closed form exactly; and the
-  task's own sampler agrees with it by Monte Carlo at the quick scale's n.
+  task's own sampler agrees with it by Monte Carlo at the quick scale's n;
+* the claim checks' arithmetic: the binomial test against the exact two-sided sum, the "closer to A than to B"
+  fraction and the first position after a teaching sequence on hand-made accuracies;
+* the full scale is the authors' README command with their ``args.py`` defaults.
 """
+import dataclasses
 import itertools
 import math
+from fractions import Fraction
 
 import pytest
 import torch
 
 from icl_sim.paper_repro import bhattamishra_2023
+from icl_sim.paper_repro.bhattamishra_2023 import SCALES, Settings, chance_checks, runs, teaching_checks
 from icl_sim.seeding import make_generator
 from icl_sim.tasks import Boolean
 from icl_sim.theory.boolean_learners import (ConjunctionElimination, DisjunctionElimination, HammingKNN,
@@ -128,3 +134,54 @@ def test_repeated_queries_marks_exact_repeats_only():
 def test_parity_chance_queries_leave_out_repeats_and_the_all_minus_one_input():
     xs = torch.tensor([[[1., -1.], [-1., -1.], [1., -1.], [-1., 1.], [-1., -1.]]])
     assert bhattamishra_2023.parity_chance_queries(xs).tolist() == [[True, False, False, True, False]]
+
+
+def _two_sided_binomial(k, m):
+    """P(a count at most as likely as k) under Binomial(m, 1/2), summed exactly."""
+    probabilities = [Fraction(math.comb(m, j), 2**m) for j in range(m + 1)]
+    return float(sum(p for p in probabilities if p <= probabilities[k]))
+
+
+def _accuracies(rows):
+    return torch.tensor(rows, dtype=torch.float64)
+
+
+def test_chance_check_is_the_exact_binomial_test_and_its_partner_the_nn_gap():
+    settings = dataclasses.replace(SCALES["smoke"], parity_points=3, n=1, points=3)
+    correct = [[1, 0, 1], [1, 1, 1], [0, 0, 0], [1, 1, 0]]  # last position: 1 + 1 + 0 + 0 of 4, and ...
+    parity = {"chance_queries": torch.tensor([[True] * 3, [True] * 3, [True] * 3, [False] * 3]),
+              "transformer": [_accuracies(correct), _accuracies([[0, 0, 1]] * 4)]}
+    conjunction = {"accuracy": {"1-NN": _accuracies([[0, 0, 0], [0, 1, 0]])},
+                   "transformer": [_accuracies([[1, 1, 1], [1, 1, 1]])] * 2}
+    binomial, partner = chance_checks({"parity": parity, "conjunction": conjunction}, settings)
+    # the fourth prompt's query is left out: 2 of 3 and 3 of 3 right
+    assert binomial.per_seed == pytest.approx([_two_sided_binomial(2, 3), _two_sided_binomial(3, 3)], abs=1e-12)
+    assert binomial.expected == pytest.approx(0.05 / 2) and binomial.every_seed
+    # positions >= n = 1: per prompt (1 + 1)/2 − (0 + 0)/2 = 1 and 1 − 1/2; their mean 0.75
+    assert partner.per_seed == pytest.approx([0.75, 0.75])
+
+
+def test_teaching_checks_use_the_positions_after_each_teaching_sequence():
+    settings = dataclasses.replace(SCALES["smoke"], n=2, points=4)
+    taught = {"teaching_length": torch.tensor([2, 3]),
+              "accuracy": {"3-NN": _accuracies([[0, 0, 1, 0], [0, 0, 0, 1]])},
+              "transformer": [_accuracies([[0, 0, 1, 1], [0, 0, 0, 1]])]}
+    untaught = {"elimination": _accuracies([[0, 1, 0, 1], [1, 1, 1, 1], [1, 1, 1, 1]]), "literals": torch.tensor([0, 1, 2])}
+    closer, first = teaching_checks({"conjunction-teaching": taught, "untaught": untaught}, settings)
+    # after the sequences: positions 2, 3 of prompt 0 and 3 of prompt 1; model 3/3, 3-NN 2/3: (1 − 2/3)/(1 − 2/3)
+    assert closer.per_seed == pytest.approx([1.0])
+    # first positions: model (1 + 1)/2; elimination at k + 2: prompt 0 at 2 (0), prompt 1 at 3 (1), prompt 2 at 4
+    # (outside the prompt, left out): 1/2
+    assert first.per_seed == pytest.approx([0.5])
+
+
+def test_full_scale_is_the_authors_readme_command_and_args_defaults():
+    full = SCALES["full"]
+    assert (full.n, full.points, full.parity_n, full.parity_points) == (28, 40, 28, 40)
+    assert (full.n_layer, full.n_embd, full.n_head, full.batch_size, full.lr, full.steps) == (12, 256, 8, 64, 1e-4,
+                                                                                              15_000)
+    configs = runs(full)
+    assert set(configs) == {"conjunction", "disjunction", "conjunction-teaching", "parity"}
+    assert configs["conjunction-teaching"].task_params["plant_probability"] == 0.4
+    assert all(config.lr_schedule == "constant" and config.warmup_steps == 0 for config in configs.values())
+    assert isinstance(full, Settings)
