@@ -23,7 +23,7 @@ from icl_sim.theory.sequence_baselines import OneStepGD, VectorOLS
 from icl_sim.validation import check_choice, check_float, check_int
 
 TRANSITIONS = ("orthogonal", "diagonal-unitary", "contractive")
-INITIALS = ("gaussian", "sparse", "ones")
+INITIALS = ("gaussian", "sparse", "ones", "gaussian-real")
 
 
 
@@ -51,6 +51,9 @@ class Autoregressive(TaskFamily):
         learned step times ‖x‖² to be constant, which a Gaussian magnitude would break.
         (The text of Example 4.1 was not available to us; this is our reading.)
       * ``ones``: s·1/√d (Zheng et al.'s "full-one" start point, normalised to norm s).
+      * ``gaussian-real``: N(0, s²) on the even coordinates and 0 on the odd ones: in the complex
+        reading of ``diagonal-unitary`` (coordinates 2k, 2k+1 = Re, Im of x_k) a real Gaussian
+        x_k ~ N(0, s²), Zheng et al.'s Gaussian token as their code draws it (``get_x1``).
     ``noise`` σ adds σ ε_t, ε_t ~ N(0, I), to every transition (0 = Zheng et al.'s setting).
 
     The latent is ``W`` (B, d, d).  With ``active_dims`` = a < d the process runs in the
@@ -66,7 +69,8 @@ class Autoregressive(TaskFamily):
     noise: float = parameter("transition-noise standard deviation σ", 0.0)
     transition: str = parameter("law of W: orthogonal, diagonal-unitary or contractive", "diagonal-unitary")
     spectral_radius: float = parameter("spectral radius of a contractive W, in (0, 1)", 0.9)
-    initial: str = parameter("law of x_0: gaussian, sparse (±s·e_k) or ones (s·1/√d)", "gaussian")
+    initial: str = parameter("law of x_0: gaussian, sparse (±s·e_k), ones (s·1/√d) or gaussian-real (N(0, s²) on "
+                             "the even coordinates)", "gaussian")
     initial_scale: float = parameter("scale s of x_0 (standard deviation for gaussian, norm otherwise)", 1.0)
     gd_step: float = parameter("step η of the one-step GD baseline: Ŵ = (η/t) Σ_{j<t} x_{j+1} x_jᵀ", 1.0)
 
@@ -114,6 +118,9 @@ class Autoregressive(TaskFamily):
         device, s = generator.device, self.initial_scale
         if self.initial == "gaussian":
             return s * torch.randn(batch_size, d, generator=generator, device=device, dtype=dtype)
+        if self.initial == "gaussian-real":
+            real_parts = (torch.arange(d, device=device) % 2 == 0).to(dtype)
+            return s * real_parts * torch.randn(batch_size, d, generator=generator, device=device, dtype=dtype)
         if self.initial == "sparse":
             index = torch.randint(d, (batch_size,), generator=generator, device=device)
             sign = 2.0 * torch.randint(2, (batch_size,), generator=generator, device=device).to(dtype) - 1.0
@@ -163,4 +170,6 @@ class Autoregressive(TaskFamily):
         if self.noise or self.transition == "contractive":
             return None
         s2 = self.initial_scale ** 2
+        if self.initial == "gaussian-real":
+            return s2 * ((self.dim + 1) // 2) / self.dim
         return s2 if self.initial == "gaussian" else s2 / self.dim

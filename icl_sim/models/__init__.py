@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from icl_sim.models.base import InContextModel
+from icl_sim.models.complex_lsa import ComplexCausalLSA
 from icl_sim.models.deep_linear import DeepLinear
 from icl_sim.models.disentangled import DisentangledTransformer
 from icl_sim.models.gpt import GPT
@@ -11,7 +12,7 @@ from icl_sim.models.softmax_attention import SoftmaxAttention
 
 MODELS = {"lsa": LinearSelfAttention, "gpt": GPT, "looped": LoopedTransformer, "looped-lsa-ln": LoopedLSA,
           "softmax-attention": SoftmaxAttention, "deep-linear": DeepLinear,
-          "disentangled": DisentangledTransformer}
+          "disentangled": DisentangledTransformer, "complex-lsa": ComplexCausalLSA}
 
 
 def build_model(name: str, dim: int, points: int, /, target_dim: int = 1, **params) -> InContextModel:
@@ -26,5 +27,5 @@ def build_model(name: str, dim: int, points: int, /, target_dim: int = 1, **para
     return model_class(dim, points, config, target_dim)
 
 
-__all__ = ["DeepLinear", "DisentangledTransformer", "GPT", "MODELS", "InContextModel", "LinearSelfAttention",
-           "LoopedLSA", "LoopedTransformer", "SoftmaxAttention", "build_model", "constructed_lsa"]
+__all__ = ["ComplexCausalLSA", "DeepLinear", "DisentangledTransformer", "GPT", "MODELS", "InContextModel",
+           "LinearSelfAttention", "LoopedLSA", "LoopedTransformer", "SoftmaxAttention", "build_model", "constructed_lsa"]

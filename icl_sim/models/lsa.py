@@ -55,7 +55,8 @@ Variants (fields of :class:`LSAConfig`; the defaults are the plain model above):
   longer one linear map, so Γ recursion fails; an exact per-prefix path materialises
   the tokens of every prefix i, (B, prefixes, N, D): the query of prefix i at token i,
   context tokens j < i, the others zero and masked out of the keys.  O(B N² D²) per layer.
-* ``causal`` — the causal (autoregressive) form of Zheng et al. 2024 for sequences: one
+* ``causal`` — a real causal (autoregressive) form for sequences (Zheng et al. 2024's layer
+  without its conjugate products, which keep a rotated channel: ``complex-lsa`` is theirs): one
   pass over the N context tokens (x_j, y_j), token t attending to the tokens j < t (not
   itself) normalised by max(t, 1); the query (x_i, 0) of position i attends to the
   context tokens j < i of the same layer.  For one layer this is the per-prefix model
@@ -102,7 +103,7 @@ class LSAConfig:
         "help": "residual two-layer GELU MLP per token after each attention layer (exact per-prefix path)"})
     mlp_width: int = field(default=0, metadata={"help": "hidden width of the MLP; 0 means 4 (d + k)"})
     causal: bool = field(default=False, metadata={
-        "help": "causal one-pass form (Zheng et al. 2024): token t attends to tokens < t; "
+        "help": "causal one-pass form (Zheng et al. 2024's layer in real form): token t attends to tokens < t; "
                 "equals the per-prefix model for one layer only"})
     recurrent: bool = field(default=False, metadata={
         "help": "every layer shares one set of weights (von Oswald et al. 2023's recurrent LSA)"})
