@@ -455,12 +455,15 @@ def test_sample_arguments_work_or_are_refused_by_name(data):
 
 #: small sizes for the families whose defaults are large
 MODEL_SIZES = {"gpt": dict(n_layer=1, n_embd=8, n_head=1), "looped": dict(n_embd=8, n_head=1, loops=2, loop_window=1)}
+#: the models of one scalar label per point (complex-lsa predicts a sequence's next state, a label of the state's
+#: size: tests/test_contracts.py checks it on autoregressive prompts)
+SCALAR_LABEL_MODELS = sorted(name for name in MODELS if name != "complex-lsa")
 
 
 @SOME
 @given(data=st.data())
 def test_model_config_values_work_or_are_refused_by_name(data):
-    name = data.draw(st.sampled_from(sorted(MODELS)))
+    name = data.draw(st.sampled_from(SCALAR_LABEL_MODELS))
     fields = {field.name: field for field in dataclasses.fields(MODELS[name].Config)}
     field = data.draw(st.sampled_from(sorted(fields)))
     value = data.draw(_wild_for(str(fields[field].type)))
@@ -477,7 +480,7 @@ def test_model_config_values_work_or_are_refused_by_name(data):
 @SOME
 @given(data=st.data(), dtype=st.sampled_from(FLOATS))
 def test_model_predict_works_on_fitting_prompts_and_names_the_misfit(data, dtype):
-    name = data.draw(st.sampled_from(sorted(MODELS)))
+    name = data.draw(st.sampled_from(SCALAR_LABEL_MODELS))
     dim, points = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 6))
     model = build_model(name, dim, points, **MODEL_SIZES.get(name, {}))
     batch, count, features = data.draw(st.integers(1, 3)), data.draw(st.integers(1, points)), dim
