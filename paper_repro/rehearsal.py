@@ -27,7 +27,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from icl_sim.atomic import write_text
 from icl_sim.checks import Check
 from icl_sim.config import TrainConfig
-from icl_sim.memory import format_bytes
+from icl_sim.memory import available_bytes, format_bytes
+from icl_sim.reports import training_memory
 from icl_sim.executors import Executor
 from icl_sim.tasks import make_task
 from icl_sim.training import (initial_model, make_optimizer, make_scheduler, optimisation_step, resolve_device,
@@ -48,6 +49,9 @@ REHEARSAL_PROMPTS, REHEARSAL_FIT_STEPS = 16, 20
 H200_BF16_FLOPS = 989e12
 #: the fraction of that peak a training run is assumed to sustain
 UTILISATION = 0.4
+#: the share of this machine's available memory that a rehearsed CPU step may be estimated to need; a larger step
+#: runs on a fraction of its batch (the estimate is rough, hence the margin)
+MEMORY_SHARE = 0.5
 REHEARSAL_FILE = "rehearsal.json"
 
 
@@ -59,6 +63,7 @@ class StepCost:
     peak_bytes: int
     seconds: float
     flops: float
+    batch_fraction: int = 1  # k > 1: measured on 1/k of the batch (it would not fit here), costs scaled by k
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,9 @@ class RunCost:
     def describe(self) -> str:
         return (f"{self.run}: {self.step.parameters:,} parameters, peak memory {format_bytes(self.step.peak_bytes)}, "
                 f"{self.step.seconds:.3g} s/step here ({_hours(self.hours_here)} for its {self.steps:,} steps), "
-                f"{self.total_flops:.3g} FLOP, {_hours(self.h200_hours)} on one H200")
+                f"{self.total_flops:.3g} FLOP, {_hours(self.h200_hours)} on one H200"
+                + (f" (measured on 1/{self.step.batch_fraction} of the batch, which would not fit here, and scaled)"
+                   if self.step.batch_fraction > 1 else ""))
 
     def as_dict(self) -> dict:
         return {"run": self.run, "steps": self.steps, **dataclasses.asdict(self.step),
@@ -131,8 +138,8 @@ def rehearse(reproduction: Reproduction, out_dir, *, seeds: int | None = None, f
         if shape not in step_costs:
             step_costs[shape] = step_cost(config, device)
         costs.append(RunCost(f"{name}/seed-{seed}", config.steps, step_costs[shape]))
-    short = {key: dataclasses.replace(config, steps=REHEARSAL_STEPS) for key, config in runs.items()
-             if key[1] == block.start}
+    short = {key: dataclasses.replace(fitting(config, batch_fraction(config, device)), steps=REHEARSAL_STEPS)
+             for key, config in runs.items() if key[1] == block.start}
     models, histories = trained_models(reproduction, full, "full", short, out_dir, device,
                                        executor=Executor("debug"), progress=progress)
     settings = fewer_prompts(full)
@@ -166,11 +173,34 @@ def _shape(config: TrainConfig, device: torch.device) -> str:
                       default=str)
 
 
+def batch_fraction(config: TrainConfig, device: torch.device) -> int:
+    """1, or on a CPU the power of two k by which a rehearsed step's batch is cut when the whole batch is estimated
+    (:func:`icl_sim.reports.training_memory`) to need more than ``MEMORY_SHARE`` of the available memory; the
+    batch stays a multiple of its shards."""
+    available = available_bytes()
+    if device.type != "cpu" or available is None:
+        return 1
+    fraction = 1
+    while ((config.batch_size // fraction) % (2 * config.batch_shards) == 0
+           and training_memory(fitting(config, fraction)) > MEMORY_SHARE * available):
+        fraction *= 2
+    return fraction
+
+
+def fitting(config: TrainConfig, fraction: int) -> TrainConfig:
+    """``config`` with 1/``fraction`` of its batch."""
+    return config if fraction == 1 else dataclasses.replace(config, batch_size=config.batch_size // fraction)
+
+
 def step_cost(config: TrainConfig, device: torch.device) -> StepCost:
     """One optimisation step of ``config`` at its full size (its last steps' batches), measured on a fresh model:
     parameters, peak memory, seconds and FLOPs.  The seconds are those of the counted step when it is slow (over
     ``COUNTED_TIMING_SECONDS``: one step of a large model is the rehearsal's main cost, and timing it again would
-    double it), else of one more step without the counter, whose overhead would dominate a small model's step."""
+    double it), else of one more step without the counter, whose overhead would dominate a small model's step.
+    A step too large for this machine's memory (:func:`batch_fraction`) is measured on 1/k of its batch and its
+    activations, seconds and FLOPs, which grow with the batch, are scaled by k."""
+    fraction = batch_fraction(config, device)
+    config = fitting(config, fraction)
     task = make_task(config.task, **config.task_params)
     model = initial_model(config, device).train()
     optimizer = make_optimizer(model, config)
@@ -191,10 +221,12 @@ def step_cost(config: TrainConfig, device: torch.device) -> StepCost:
     with FlopCounterMode(display=False) as counter, saved:
         seconds = timed_step(0)
     peak = (torch.cuda.max_memory_allocated(device) if device.type == "cuda"
-            else _tensor_bytes([*model.parameters(), *_gradients(model), *_optimiser_tensors(optimizer)]) + saved.bytes)
+            else _tensor_bytes([*model.parameters(), *_gradients(model), *_optimiser_tensors(optimizer)])
+            + fraction * saved.bytes)
     if seconds <= COUNTED_TIMING_SECONDS:
         seconds = timed_step(1)
-    return StepCost(sum(p.numel() for p in model.parameters()), int(peak), seconds, float(counter.get_total_flops()))
+    return StepCost(sum(p.numel() for p in model.parameters()), int(peak), fraction * seconds,
+                    fraction * float(counter.get_total_flops()), fraction)
 
 
 class SavedActivations(torch.autograd.graph.saved_tensors_hooks):

@@ -305,6 +305,24 @@ def test_a_run_costs_its_step_times_its_steps():
     assert cost.h200_hours == pytest.approx(3e10 / (0.4 * 989e12) / 3600)
 
 
+def test_a_step_too_large_for_this_machine_is_measured_on_part_of_its_batch_and_scaled(monkeypatch):
+    """With (pretended) room for a quarter of the batch, the step runs on 1/4 of it: its FLOPs, linear in the
+    batch, scale back to the whole batch's exactly; on the real machine the same step runs whole."""
+    from icl_sim.paper_repro import rehearsal
+
+    task = LinearRegression(dim=2, points=9)
+    config = TrainConfig(task=task.name, task_params=dataclasses.asdict(task), model="gpt", steps=4, batch_size=16,
+                         loss_on="all", model_params={"n_layer": 1, "n_embd": 16, "n_head": 2})
+    device = torch.device("cpu")
+    whole = rehearsal.step_cost(config, device)
+    quarter = rehearsal.training_memory(dataclasses.replace(config, batch_size=4))
+    monkeypatch.setattr(rehearsal, "available_bytes", lambda: int(quarter / rehearsal.MEMORY_SHARE) + 1)
+    cut = rehearsal.step_cost(config, device)
+    assert (whole.batch_fraction, cut.batch_fraction) == (1, 4)
+    assert cut.flops == whole.flops and cut.parameters == whole.parameters
+    assert "measured on 1/4 of the batch" in RunCost("r", 4, cut).describe()
+
+
 def test_python_callers_rehearse_by_name(tmp_path):
     from icl_sim.paper_repro import rehearse_reproduction
     with pytest.raises(ValueError, match="name must be one of"):
