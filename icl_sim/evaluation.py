@@ -63,12 +63,18 @@ def absolute_cosine(preds: torch.Tensor, targets: torch.Tensor, dim: int) -> tor
     return cosine(preds, targets, dim).abs()
 
 
+def argmax_in_set(preds: torch.Tensor, targets: torch.Tensor, dim: int) -> torch.Tensor:
+    """1 where the arg-max of the logits (B, N, k) is a class the multi-hot target marks, else 0: (B, N)."""
+    return targets.gather(-1, preds.argmax(dim=-1, keepdim=True)).squeeze(-1).gt(0).to(preds.dtype)
+
+
 # A new metric is one entry here; tasks name it in their ``metric`` attribute.
 METRICS: dict[str, Metric] = {
     "squared_error": Metric(squared_error, "squared error (ŷ − y)² / d"),
     "accuracy": Metric(sign_accuracy, "accuracy"),
     "cosine": Metric(cosine, "cosine similarity"),
     "absolute_cosine": Metric(absolute_cosine, "|cosine similarity|"),
+    "next_vertex_accuracy": Metric(argmax_in_set, "accuracy of the arg-max vertex"),
 }
 
 

@@ -27,6 +27,7 @@ from icl_sim.config import TrainConfig
 from icl_sim.distributed import World, current_world, parallel, process_group
 from icl_sim.failures import RunFailed, Terminated
 from icl_sim.models import InContextModel
+from icl_sim.optimizers import SophiaG
 from icl_sim.progress import Progress
 from icl_sim.prompt import Prompt
 from icl_sim.run_io import (CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, build_run_model, load_checkpoint, load_config,
@@ -127,8 +128,15 @@ def logistic_loss(preds: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.softplus(-targets * preds).mean()
 
 
+def cross_entropy_loss(preds: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of logits (..., k) against a multi-hot target set (..., k) normalised to a distribution: the
+    mean loss of a label drawn uniformly from the set (Saparov et al. 2024's next vertex), averaged."""
+    weights = targets / targets.sum(dim=-1, keepdim=True).clamp(min=1)
+    return -(weights * torch.log_softmax(preds, dim=-1)).sum(dim=-1).mean()
+
+
 #: training losses by name; a task names its loss in its ``loss`` attribute
-LOSSES = {"squared_error": squared_error_loss, "logistic": logistic_loss}
+LOSSES = {"squared_error": squared_error_loss, "logistic": logistic_loss, "cross_entropy": cross_entropy_loss}
 
 
 def task_loss(model, prompt: Prompt, task: Task, loss_on: str, step: int) -> torch.Tensor:
@@ -153,6 +161,9 @@ def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimiz
     """
     if config.optimizer == "sgd":
         return torch.optim.SGD(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    if config.optimizer == "sophiag":
+        return SophiaG(model.parameters(), lr=config.lr, betas=config.betas, weight_decay=config.weight_decay,
+                       batch_size=config.batch_size)
     optimizer_class = torch.optim.AdamW if config.optimizer == "adamw" else torch.optim.Adam
     on_cuda = all(parameter.is_cuda for parameter in model.parameters())
     return optimizer_class(model.parameters(), lr=config.lr, betas=config.betas, eps=config.adam_eps,

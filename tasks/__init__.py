@@ -6,13 +6,14 @@ from icl_sim.tasks.base import Task
 from icl_sim.tasks.boolean import Boolean
 from icl_sim.tasks.graph_connectivity import GraphConnectivity
 from icl_sim.tasks.graphqa import GraphQAConnectivity
+from icl_sim.tasks.graph_search import GraphSearch
 from icl_sim.tasks.linear_classification import LinearClassification
 from icl_sim.tasks.linear_map import LinearMap
 from icl_sim.tasks.linear_regression import LinearRegression
 from icl_sim.tasks.pca import PCA
 
 TASKS = {cls.name: cls for cls in (LinearRegression, Autoregressive, Boolean, GraphConnectivity, PCA,
-                                   LinearClassification, LinearMap, GraphQAConnectivity)}
+                                   LinearClassification, LinearMap, GraphSearch, GraphQAConnectivity)}
 
 
 def make_task(name: str, /, **params) -> Task:

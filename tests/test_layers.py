@@ -17,7 +17,7 @@ LAYERS = [
     ("core", ["icl_sim.prompt", "icl_sim.predictor", "icl_sim.seeding", "icl_sim.validation", "icl_sim.atomic",
               "icl_sim.params", "icl_sim.config", "icl_sim.checks", "icl_sim.memory",
               "icl_sim.tensor_validation", "icl_sim.threads", "icl_sim.failures", "icl_sim.executors",
-              "icl_sim.mapping_files", "icl_sim.progress"]),
+              "icl_sim.mapping_files", "icl_sim.progress", "icl_sim.optimizers"]),
     ("theory", ["icl_sim.theory"]),
     ("tasks", ["icl_sim.tasks"]),
     ("models, training", ["icl_sim.models", "icl_sim.training", "icl_sim.run_io", "icl_sim.ensemble",
