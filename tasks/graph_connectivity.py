@@ -382,29 +382,19 @@ class GraphConnectivity(TaskFamily):
             raise ValueError(f"points must be nodes + 1 = {self.points} for graph-connectivity, got {points}")
         if active_dims is not None and active_dims != self.dim:
             raise ValueError(f"active_dims must be 2 * nodes = {self.dim} for graph-connectivity, got {active_dims}")
-        n, device = self.nodes, generator.device
+        device = generator.device
         if self.generator == "balanced-dag":
             adjacency, queryable, source, target = self._balanced_dag(batch_size, generator)
             label = reachability(adjacency)[torch.arange(batch_size, device=device), source, target]
         elif self.generator == "graphqa":
             adjacency, queryable = self.sample_graphs(batch_size, generator)
-            source, target, label = self._uniform_queries(adjacency, queryable, generator)
+            source, target, label = uniform_queries(adjacency, queryable, generator)
         else:
             adjacency, queryable = self.sample_graphs(batch_size, generator)
             source, target, label = self._queries(adjacency, queryable, generator)
         distance = shortest_distances(adjacency, source).gather(1, target[:, None]).squeeze(1)
-
-        eye = torch.eye(n, device=device, dtype=dtype)
-        xs = torch.zeros(batch_size, n + 1, 2 * n, device=device, dtype=dtype)
-        xs[:, :n, :n] = adjacency.to(dtype)
-        xs[:, :n, n:] = eye
-        xs[:, n, :n] = eye[source]
-        xs[:, n, n:] = eye[target]
-        ys = torch.zeros(batch_size, n + 1, device=device, dtype=dtype)
-        ys[:, n] = label.to(dtype) * 2 - 1
-        latent = {"adjacency": adjacency, "source": source, "target": target, "label": label,
-                  "distance": distance, "size": queryable.sum(dim=1)}
-        return Prompt(xs, ys, latent)
+        return encode_prompt({"adjacency": adjacency, "source": source, "target": target, "label": label,
+                              "distance": distance, "size": queryable.sum(dim=1)}, dtype)
 
     def _queries(self, adjacency, queryable, generator):
         """(source, target, label): label ~ Bernoulli(reachable_fraction), then s and t by masked sampling."""
@@ -424,15 +414,6 @@ class GraphConnectivity(TaskFamily):
         target_mask = torch.where(label[:, None], candidates[True][rows, source], candidates[False][rows, source])
         target = _uniform_choice(target_mask, generator)
         return source, target, label
-
-    def _uniform_queries(self, adjacency, queryable, generator):
-        """(source, target, label): a uniform ordered pair of distinct queryable nodes, labelled by its reachability."""
-        source = _uniform_choice(queryable, generator)
-        rows = torch.arange(queryable.shape[0], device=queryable.device)
-        others = queryable.clone()
-        others[rows, source] = False
-        target = _uniform_choice(others, generator)
-        return source, target, reachability(adjacency)[rows, source, target]
 
     def baselines(self):
         """Exact BFS, reachability within 2^L (2 ≤ L ≤ 3 rounds of squaring) and 3^L hops, and the degree heuristic."""
@@ -456,6 +437,32 @@ def hard_pairs(latent: dict) -> torch.Tensor:
     rows = torch.arange(adjacency.shape[0], device=adjacency.device)
     both_have_edges = (degree[rows, latent["source"]] > 0) & (degree[rows, latent["target"]] > 0)
     return (latent["distance"] >= HARD_DISTANCE) | (~latent["label"] & both_have_edges)
+
+
+def encode_prompt(latent: dict, dtype: torch.dtype) -> Prompt:
+    """The prompt of a latent dict (adjacency (B, n, n), source, target, label, ...): a token per node
+    [adjacency row ; one-hot id] and the query [one-hot s ; one-hot t], labelled ±1 at the query."""
+    adjacency = latent["adjacency"]
+    count, n, device = adjacency.shape[0], adjacency.shape[-1], adjacency.device
+    eye = torch.eye(n, device=device, dtype=dtype)
+    xs = torch.zeros(count, n + 1, 2 * n, device=device, dtype=dtype)
+    xs[:, :n, :n] = adjacency.to(dtype)
+    xs[:, :n, n:] = eye
+    xs[:, n, :n] = eye[latent["source"]]
+    xs[:, n, n:] = eye[latent["target"]]
+    ys = torch.zeros(count, n + 1, device=device, dtype=dtype)
+    ys[:, n] = latent["label"].to(dtype) * 2 - 1
+    return Prompt(xs, ys, dict(latent))
+
+
+def uniform_queries(adjacency: torch.Tensor, queryable: torch.Tensor, generator: torch.Generator):
+    """(source, target, label): a uniform ordered pair of distinct queryable nodes, labelled by its reachability."""
+    source = _uniform_choice(queryable, generator)
+    rows = torch.arange(queryable.shape[0], device=queryable.device)
+    others = queryable.clone()
+    others[rows, source] = False
+    target = _uniform_choice(others, generator)
+    return source, target, reachability(adjacency)[rows, source, target]
 
 
 def _uniform_choice(mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:

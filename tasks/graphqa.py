@@ -43,7 +43,7 @@ import torch
 from icl_sim.prompt import Prompt
 from icl_sim.seeding import make_generator
 from icl_sim.tasks.base import TaskFamily, check_draw, parameter
-from icl_sim.tasks.graph_connectivity import _uniform_choice, hard_pairs, reachability, shortest_distances
+from icl_sim.tasks.graph_connectivity import encode_prompt, hard_pairs, shortest_distances, uniform_queries
 from icl_sim.theory.graph_algorithms import BFSReachability, DegreeHeuristic, ReachabilityRounds
 from icl_sim.validation import check_choice, check_int
 
@@ -118,19 +118,13 @@ class GraphQAConnectivity(TaskFamily):
             latent = {key: value[index].to(device) for key, value in pool.items()}
         else:
             latent = self.draw_examples(batch_size, generator)
-        return _encode(latent, self.nodes, dtype)
+        return encode_prompt(latent, dtype)
 
     def draw_examples(self, count: int, generator: torch.Generator) -> dict:
         """``count`` fresh (graph, query) examples as a latent dict (see the module docstring)."""
         adjacency, size, law = self._graphs(count, generator)
-        n, device = self.nodes, generator.device
-        active = torch.arange(n, device=device) < size[:, None]
-        source = _uniform_choice(active, generator)
-        others = active.clone()
-        others[torch.arange(count, device=device), source] = False
-        target = _uniform_choice(others, generator)
-        rows = torch.arange(count, device=device)
-        label = reachability(adjacency)[rows, source, target]
+        active = torch.arange(self.nodes, device=generator.device) < size[:, None]
+        source, target, label = uniform_queries(adjacency, active, generator)
         distance = shortest_distances(adjacency, source).gather(1, target[:, None]).squeeze(1)
         return {"adjacency": adjacency, "source": source, "target": target, "label": label, "distance": distance,
                 "size": size, "law": law}
@@ -166,21 +160,6 @@ class GraphQAConnectivity(TaskFamily):
 def _training_set(task: GraphQAConnectivity) -> dict:
     """The finite training set of ``task`` on the CPU: a pure function of its parameters (``pool_seed``)."""
     return task.draw_examples(task.examples, make_generator(task.pool_seed, "pool"))
-
-
-def _encode(latent: dict, n: int, dtype: torch.dtype) -> Prompt:
-    """The ``graph-connectivity`` tokens of a latent dict: node rows [adjacency ; one-hot id], the query [s ; t]."""
-    adjacency, source, target = latent["adjacency"], latent["source"], latent["target"]
-    count, device = adjacency.shape[0], adjacency.device
-    eye = torch.eye(n, device=device, dtype=dtype)
-    xs = torch.zeros(count, n + 1, 2 * n, device=device, dtype=dtype)
-    xs[:, :n, :n] = adjacency.to(dtype)
-    xs[:, :n, n:] = eye
-    xs[:, n, :n] = eye[source]
-    xs[:, n, n:] = eye[target]
-    ys = torch.zeros(count, n + 1, device=device, dtype=dtype)
-    ys[:, n] = latent["label"].to(dtype) * 2 - 1
-    return Prompt(xs, ys, dict(latent))
 
 
 def _symmetric(upper: torch.Tensor) -> torch.Tensor:
