@@ -18,7 +18,7 @@ from .baselines import LinearBaseline, PointsOnlyBaseline, StatisticsBaseline, b
 from .prefix import outer_products, prefix_mean, prefix_sum
 
 
-def _float64_matrix(name: str, value, ndim: int) -> torch.Tensor:
+def float64_tensor(name: str, value, ndim: int) -> torch.Tensor:
     """A finite float64 tensor with ``ndim`` dimensions, else ValueError naming ``name``."""
     if not isinstance(value, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
@@ -46,7 +46,7 @@ class PreconditionedGD(StatisticsBaseline):
     def __init__(self, steps: int, lr: float, preconditioner: torch.Tensor):
         check_int("steps", steps, 0)
         check_float("lr", lr, 0.0, strict=True)
-        preconditioner = _float64_matrix("preconditioner", preconditioner, 2)
+        preconditioner = float64_tensor("preconditioner", preconditioner, 2)
         if preconditioner.shape[0] != preconditioner.shape[1]:
             raise ValueError(f"preconditioner must be square (d, d), got {tuple(preconditioner.shape)}")
         self.steps, self.lr, self.preconditioner = steps, lr, preconditioner
@@ -66,7 +66,7 @@ class StepwisePreconditionedGD(StatisticsBaseline):
     """
 
     def __init__(self, preconditioners: torch.Tensor):
-        preconditioners = _float64_matrix("preconditioners", preconditioners, 3)
+        preconditioners = float64_tensor("preconditioners", preconditioners, 3)
         if preconditioners.shape[1] != preconditioners.shape[2]:
             raise ValueError(f"preconditioners must be (K, d, d), got {tuple(preconditioners.shape)}")
         self.preconditioners = preconditioners
@@ -240,7 +240,7 @@ class DiscreteMMSE(LinearBaseline):
     """
 
     def __init__(self, pool: torch.Tensor, noise: float):
-        self.pool = _float64_matrix("pool", pool, 2)
+        self.pool = float64_tensor("pool", pool, 2)
         check_float("noise", noise, 0.0, strict=True)
         self.noise = noise
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from icl_sim.theory.algorithms import float64_tensor
+
 #: the norms of :func:`attention_svm`: Frobenius (W trained directly) or nuclear (W = K Qᵀ trained)
 SVM_NORMS = ("fro", "nuc")
 
@@ -33,8 +35,9 @@ def attention_svm(tokens: torch.Tensor, queries: torch.Tensor, selected: torch.T
     separates them (a selected token that another token of its prompt equals, say)."""
     if norm not in SVM_NORMS:
         raise ValueError(f"norm must be one of {', '.join(SVM_NORMS)}; got {norm!r}")
-    tokens, queries = _float64("tokens", tokens, 3), _float64("queries", queries, 2)
-    selected = torch.as_tensor(selected)
+    tokens = float64_tensor("tokens", tokens, 3).cpu()
+    queries = float64_tensor("queries", queries, 2).cpu()
+    selected = torch.as_tensor(selected).cpu()
     n, count, dim = tokens.shape
     if queries.shape != (n, dim):
         raise ValueError(f"queries must have shape ({n}, {dim}) to match tokens {tuple(tokens.shape)}; "
@@ -63,7 +66,7 @@ def attention_svm(tokens: torch.Tensor, queries: torch.Tensor, selected: torch.T
 def max_margin_classifier(xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
     """The hard-margin classifier through the origin, w = argmin ‖w‖ subject to y_i wᵀx_i ≥ 1, for points
     ``xs`` (n, d) and labels ``ys`` (n,) in {−1, +1}; raises ValueError if no such w exists."""
-    xs, ys = _float64("xs", xs, 2), _float64("ys", ys, 1)
+    xs, ys = float64_tensor("xs", xs, 2).cpu(), float64_tensor("ys", ys, 1).cpu()
     if ys.shape != xs.shape[:1]:
         raise ValueError(f"ys must have shape ({xs.shape[0]},) to match xs {tuple(xs.shape)}; got {tuple(ys.shape)}")
     if not bool((ys.abs() == 1).all()):
@@ -92,11 +95,3 @@ def _solve(cp, variable, objective, constraint, what: str) -> np.ndarray:
         raise ValueError(f"{what} has no solution: the constraints are {problem.status} (no direction separates "
                          f"the data with a positive margin)")
     return np.asarray(variable.value, dtype=np.float64)
-
-
-def _float64(name: str, value, ndim: int) -> torch.Tensor:
-    value = torch.as_tensor(value)
-    if value.ndim != ndim or not value.dtype.is_floating_point or not bool(torch.isfinite(value).all()):
-        raise ValueError(f"{name} must be a finite floating-point tensor with {ndim} dimensions; got shape "
-                         f"{tuple(value.shape)}, dtype {value.dtype}")
-    return value.detach().cpu().to(torch.float64)
