@@ -21,7 +21,7 @@ from icl_sim.mapping_files import read_settings_file
 from icl_sim.params import parameter_name, typed_parameters
 from icl_sim.validation import LARGEST_INT, check_choice, check_float, check_int
 
-OPTIMIZERS = ("adam", "adamw", "sgd", "sophiag")
+OPTIMIZERS = ("adam", "adamw", "sgd", "sophiag", "normalized-gd")
 LR_SCHEDULES = ("constant", "cosine", "geometric", "halving", "triangle")
 LOSS_POSITIONS = ("last", "all")
 DEVICES = ("auto", "cpu", "cuda")
@@ -85,8 +85,9 @@ class TrainConfig:
                                minimum=1)
     lr: float = _field(1e-3, "peak learning rate", minimum=0.0, strict=True)
     optimizer: str = _field("adam", "optimiser (sgd: plain SGD, betas and adam_eps unused; sophiag: Liu et al. "
-                            "2023's SophiaG, betas its β₁ β₂, adam_eps unused: icl_sim.optimizers)",
-                            choices=OPTIMIZERS)
+                            "2023's SophiaG, betas its β₁ β₂, adam_eps unused; normalized-gd: each parameter's "
+                            "gradient scaled to unit norm, weight_decay the λ of a penalty λ‖θ‖² in the loss, "
+                            "Tarzanagh et al. 2023: icl_sim.optimizers)", choices=OPTIMIZERS)
     betas: tuple[float, float] = _field((0.9, 0.999), "Adam's moment decay rates (von Oswald et al.: 0.9 0.98)",
                                         metavar="B1 B2")
     adam_eps: float = _field(1e-8, "Adam's ε", minimum=0.0, strict=True)

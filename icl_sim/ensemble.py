@@ -5,10 +5,12 @@ rates and other optimiser settings, task parameters such as ``pool_size``, ``poo
 ``noise``) train together: their weights are stacked along a leading run dimension, and one
 ``torch.func.vmap`` of :func:`icl_sim.training.task_loss` gives all K losses and, in one backward
 pass, all K gradients.  Everything else stays each run's own, as in :func:`icl_sim.training.train`:
-batch t from (seed, t), the initialisation from the seed, gradient clipping by the norm of the run's
-own gradient (not of the stack), and the optimiser and learning-rate schedule.  Adam, AdamW and SGD
-act elementwise, so one torch optimiser over the stacked weights of the runs that share optimiser
-settings takes each run's own step; runs with other settings get optimisers of their own.  Each run
+batch t from (seed, t), the initialisation from the seed (buffers too, such as a fixed head: they are
+stacked beside the weights), gradient clipping by the norm of the run's own gradient (not of the stack),
+and the optimiser and learning-rate schedule.  Adam, AdamW, SGD and SophiaG act elementwise, so one
+optimiser over the stacked weights of the runs that share optimiser settings takes each run's own step
+(normalised GD is told the run axis and normalises each run's slice alone); runs with other settings get
+optimisers of their own.  Each run
 directory gets its config, checkpoints and metrics from :class:`icl_sim.training.RunLog`, exactly
 as for a run trained alone: a run trained in an ensemble resumes alone with ``train(..., resume=True)``.
 
@@ -175,7 +177,8 @@ def train_ensemble(configs: Sequence[TrainConfig], run_dirs: Sequence, *, resume
                                before_write=functools.partial(_sync, runs[index], group, position)))
     order = [index for group in groups for index in group.members]
     with signals_stop_between_steps():
-        _run_steps(groups, logs, order, tasks, configs, runs[0][0], device, starts[0], progress)
+        _run_steps(groups, logs, order, tasks, configs, [runs[index][0] for index in order], device, starts[0],
+                   progress)
     for log in logs:
         log.before_write()
     return [model.eval() for model, _, _ in runs]
@@ -194,7 +197,7 @@ def _group(members: list[int], runs: list, configs: Sequence[TrainConfig], devic
     config = configs[members[0]]
     weights = nn.ParameterList(torch.stack(parameters).detach()
                                for parameters in zip(*(runs[index][0].parameters() for index in members)))
-    optimizer = make_optimizer(weights, config)
+    optimizer = make_optimizer(weights, config, stacked_runs=1)
     scheduler = make_scheduler(optimizer, config)
     optimizer.load_state_dict(_stacked_state([runs[index][1].state_dict() for index in members], weights))
     scheduler.load_state_dict(runs[members[0]][2].state_dict())
@@ -238,10 +241,13 @@ def _sync(run: tuple, group: _Group, position: int) -> None:
 
 
 def _run_steps(groups: list[_Group], logs: list[RunLog], order: list[int], tasks: list, configs: list[TrainConfig],
-               model: InContextModel, device: torch.device, start: int, progress: bool) -> None:
-    """Steps ``start`` to the end for every run at once; ``logs`` and ``order`` follow the stacking order."""
-    template = _RunLoss(copy.deepcopy(model).train(), tasks[0], configs[0].loss_on)
-    names = [f"model.{name}" for name, _ in model.named_parameters()]
+               models: list[InContextModel], device: torch.device, start: int, progress: bool) -> None:
+    """Steps ``start`` to the end for every run at once; ``logs``, ``order`` and ``models`` follow the stacking
+    order.  Each run's buffers (a fixed head drawn from its seed, say) are stacked beside its weights."""
+    template = _RunLoss(copy.deepcopy(models[0]).train(), tasks[0], configs[0].loss_on)
+    names = [f"model.{name}" for name, _ in models[0].named_parameters()]
+    buffers = {f"model.{name}": torch.stack([model.get_buffer(name) for model in models])
+               for name, _ in models[0].named_buffers()}
     steps = configs[0].steps
 
     def losses(weights: dict, xs: torch.Tensor, ys: torch.Tensor, target: torch.Tensor, step: int) -> torch.Tensor:
@@ -253,7 +259,7 @@ def _run_steps(groups: list[_Group], logs: list[RunLog], order: list[int], tasks
             prompts = [training_batch(tasks[index], configs[index], step, device) for index in order]
             inputs = [torch.stack([getattr(prompt, field) for prompt in prompts]) for field in ("xs", "ys", "target")]
             weights = {name: torch.cat([group.weights[i] for group in groups]) if len(groups) > 1
-                       else groups[0].weights[i] for i, name in enumerate(names)}
+                       else groups[0].weights[i] for i, name in enumerate(names)} | buffers
             # vmap has no batching rule for the CPU flash-attention kernel (it would loop over the runs); the
             # math kernel composes with vmap
             with autocast_context(configs[0], device), sdpa_kernel(SDPBackend.MATH):

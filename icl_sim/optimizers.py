@@ -1,5 +1,6 @@
 """Optimisers beyond torch's own: SophiaG (Liu, Li, Hall, Liang & Ma 2023, "Sophia: a scalable stochastic
-second-order optimizer for language model pre-training", arXiv 2305.14342, Algorithm 3).
+second-order optimizer for language model pre-training", arXiv 2305.14342, Algorithm 3) and normalised gradient
+descent (Tarzanagh, Li, Thrampoulidis & Oymak 2023, "Transformers as support vector machines", arXiv 2308.16898).
 
 SophiaG keeps two exponential moving averages per parameter, of the gradient and of a diagonal Hessian estimate,
 and moves each coordinate by the momentum over the curvature, clipped to at most the learning rate:
@@ -78,4 +79,43 @@ class SophiaG(torch.optim.Optimizer):
                 momentum.mul_(beta1).add_(parameter.grad, alpha=1 - beta1)
                 ratio = (momentum.abs() / (scale * state["hessian"] + group["eps"])).clamp(max=1.0)
                 parameter.addcmul_(momentum.sign(), ratio, value=-lr)
+        return loss
+
+
+class NormalizedGD(torch.optim.Optimizer):
+    """Normalised gradient descent: each parameter moves by the learning rate along its own negative gradient
+    scaled to unit Frobenius norm,
+
+        θ ← θ − η · (∇L + 2λθ) / (‖∇L + 2λθ‖_F + ε),
+
+    so that the weights of a loss with no finite minimiser grow at a steady rate and their direction can be
+    followed (Tarzanagh et al. 2023; their umich-sota/TF-as-SVM README and notebooks).  λ is an optional penalty
+    λ‖θ‖² in the loss: the authors set it to float64's ε for the (K, Q) factors, whose product grows quadratically
+    until the loss gradient underflows, so that the penalty's gradient then shrinks them.  ε, the parameter dtype's
+    machine epsilon, leaves a zero gradient at rest, as in their code.  ``stacked_runs`` leading axes of each
+    parameter index the runs of an ensemble (``icl_sim.ensemble``): each run's slice is normalised by its own norm.
+    """
+
+    def __init__(self, params, lr: float = 0.1, penalty: float = 0.0, stacked_runs: int = 0):
+        check_float("lr", lr, 0.0)
+        check_float("penalty", penalty, 0.0)
+        if stacked_runs not in (0, 1):
+            raise ValueError(f"stacked_runs must be 0 or 1 (the ensemble's one run axis), got {stacked_runs!r}")
+        super().__init__(params, dict(lr=lr, penalty=penalty))
+        self.stacked_runs = stacked_runs
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for parameter in group["params"]:
+                if parameter.grad is None:
+                    continue
+                direction = parameter.grad.add(parameter, alpha=2 * group["penalty"])
+                axes = tuple(range(self.stacked_runs, direction.dim()))
+                norm = torch.linalg.vector_norm(direction, dim=axes, keepdim=True) if axes else direction.abs()
+                parameter.sub_(group["lr"] * direction / (norm + torch.finfo(direction.dtype).eps))
         return loss

@@ -27,7 +27,7 @@ from icl_sim.config import TrainConfig
 from icl_sim.distributed import World, current_world, parallel, process_group
 from icl_sim.failures import RunFailed, Terminated
 from icl_sim.models import InContextModel
-from icl_sim.optimizers import SophiaG
+from icl_sim.optimizers import NormalizedGD, SophiaG
 from icl_sim.progress import Progress
 from icl_sim.prompt import Prompt
 from icl_sim.run_io import (CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, build_run_model, load_checkpoint, load_config,
@@ -153,14 +153,17 @@ def task_loss(model, prompt: Prompt, task: Task, loss_on: str, step: int) -> tor
     return sum(loss(preds.float(), targets) for preds in outputs) / len(outputs)
 
 
-def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
-    """The optimiser ``config`` names over ``model``'s parameters (any module: an ensemble passes its stacked ones).
+def make_optimizer(model: nn.Module, config: TrainConfig, *, stacked_runs: int = 0) -> torch.optim.Optimizer:
+    """The optimiser ``config`` names over ``model``'s parameters (any module: an ensemble passes its stacked ones,
+    whose ``stacked_runs`` leading run axis normalised GD must not mix).
 
     On CUDA, Adam is the fused kernel (one launch per step for all parameters, which the tiny models'
     launch-bound steps need); on the CPU the reference implementation, so CPU runs stay as they were.
     """
     if config.optimizer == "sgd":
         return torch.optim.SGD(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    if config.optimizer == "normalized-gd":
+        return NormalizedGD(model.parameters(), lr=config.lr, penalty=config.weight_decay, stacked_runs=stacked_runs)
     if config.optimizer == "sophiag":
         return SophiaG(model.parameters(), lr=config.lr, betas=config.betas, weight_decay=config.weight_decay,
                        batch_size=config.batch_size)

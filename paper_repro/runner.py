@@ -47,13 +47,16 @@ HELD_OUT_STREAMS = {"tuning": 1, "probe": 2, "test": 3}
 class Measurement:
     """What ``measure`` works from: the scale's settings, the trained models and the held-out prompts.
 
-    ``models[name]`` and ``histories[name]`` hold one entry per seed, in seed order.
+    ``models[name]``, ``histories[name]`` and ``configs[name]`` (what each model was trained from, for a
+    reproduction that measures on its fixed training set: :func:`icl_sim.training.training_batch`) hold one entry
+    per seed, in seed order.
     """
 
     settings: Any
     device: torch.device
     models: dict[str, list[InContextModel]]
     histories: dict[str, list[list[dict]]]
+    configs: dict[str, list[TrainConfig]]
 
     def prompts(self, task, stream: str, count: int, *, index: int = 0) -> Prompt:
         """``count`` float64 prompts of ``task`` from the named held-out ``stream`` (item ``index``)."""
@@ -141,8 +144,8 @@ def run_reproduction(reproduction: Reproduction, scale: str, out_dir, *, seeds: 
     else:
         models, histories = trained_models(reproduction, settings, scale, runs, out_dir, device, executor=executor,
                                            progress=progress)
-    results, checks = evaluate(reproduction, scale, Measurement(settings, device, *models_by_name(models, histories)),
-                               deferring=control is None)
+    measurement = Measurement(settings, device, *models_by_name(models, histories, runs))
+    results, checks = evaluate(reproduction, scale, measurement, deferring=control is None)
     if control is not None:
         write_checks(checks, out_dir, CONTROL_FILE)
         return checks
@@ -167,10 +170,10 @@ def trained_models(reproduction: Reproduction, settings, scale: str, runs: dict,
     return models, histories
 
 
-def models_by_name(models: dict, histories: dict) -> tuple[dict, dict]:
+def models_by_name(models: dict, histories: dict, configs: dict) -> tuple[dict, dict, dict]:
     """{(name, seed): value} maps as ``Measurement`` takes them: name → values in seed order."""
-    by_name: tuple[dict, dict] = ({}, {})
-    for target, source in zip(by_name, (models, histories)):
+    by_name: tuple[dict, dict, dict] = ({}, {}, {})
+    for target, source in zip(by_name, (models, histories, configs)):
         for (name, _), value in sorted(source.items(), key=lambda item: item[0][1]):
             target.setdefault(name, []).append(value)
     return by_name

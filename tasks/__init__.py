@@ -11,9 +11,11 @@ from icl_sim.tasks.linear_classification import LinearClassification
 from icl_sim.tasks.linear_map import LinearMap
 from icl_sim.tasks.linear_regression import LinearRegression
 from icl_sim.tasks.pca import PCA
+from icl_sim.tasks.token_selection import TokenSelection
 
 TASKS = {cls.name: cls for cls in (LinearRegression, Autoregressive, Boolean, GraphConnectivity, PCA,
-                                   LinearClassification, LinearMap, GraphSearch, GraphQAConnectivity)}
+                                   LinearClassification, LinearMap, GraphSearch, GraphQAConnectivity,
+                                   TokenSelection)}
 
 
 def make_task(name: str, /, **params) -> Task:

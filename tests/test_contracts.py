@@ -366,6 +366,7 @@ MODEL_VARIANTS = {
     "looped": [dict(n_embd=16, n_head=2, loops=4, loop_window=2, block=block) for block in ("softmax", "linear")],
     "looped-lsa-ln": [dict(loops=3, init_scale=0.3, layer_norm=layer_norm) for layer_norm in (True, False)],
     "complex-lsa": [dict(init_noise=0.1)],  # the paper's start is deterministic: noise makes it seeded
+    "selection-attention": [dict(parameterization=name) for name in ("W", "KQ")],
 }
 MODEL_TASKS = {"looped-lsa-ln": ("pca", dict(dim=4, points=7)),
                "complex-lsa": ("autoregressive", dict(dim=4, points=7))}

@@ -25,8 +25,9 @@ def invoke(*args):
     return CliRunner().invoke(cli, [str(arg) for arg in args])
 
 
-#: labels per point where a model allows only one number (complex-lsa predicts the next state: target_dim = dim)
-TARGET_DIMS = {"complex-lsa": 4}
+#: labels per point where a model allows only one number (complex-lsa predicts the next state: target_dim = dim;
+#: selection-attention one ±1 label)
+TARGET_DIMS = {"complex-lsa": 4, "selection-attention": 1}
 
 
 @pytest.mark.parametrize("name, params", MODEL_CONFIGS)
