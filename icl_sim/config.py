@@ -92,6 +92,8 @@ class TrainConfig:
                                         metavar="B1 B2")
     adam_eps: float = _field(1e-8, "Adam's ε", minimum=0.0, strict=True)
     weight_decay: float = _field(0.0, "weight decay (decoupled for adamw)", minimum=0.0)
+    momentum: float = _field(0.0, "SGD's heavy-ball momentum μ in [0, 1): b ← μ b + g, θ ← θ − lr b "
+                             "(torch's SGD; Ahn et al. 2024's SGDM: 0.9)", minimum=0.0, added="2026-12-02")
     lr_schedule: str = _field("constant", "after warm-up: constant, cosine decay to 0, geometric (constant for "
                               "s/log2 s steps, then halved every (s − s/log2 s)/log2 s steps, Wu et al. 2024), "
                               "halving (halved every lr_halving_every steps, Ahn et al. 2023), or triangle (Raventós "
@@ -151,6 +153,10 @@ class TrainConfig:
         if (self.lr_schedule == "halving") != (self.lr_halving_every > 0):
             raise ValueError(f"lr_halving_every must be >= 1 with lr_schedule 'halving' and 0 otherwise; got "
                              f"{self.lr_halving_every} with lr_schedule {self.lr_schedule!r}")
+        if self.momentum >= 1.0:
+            raise ValueError(f"momentum must be < 1, got {self.momentum}")
+        if self.momentum and self.optimizer != "sgd":
+            raise ValueError(f"momentum is SGD's: it must be 0 with optimizer {self.optimizer!r}, got {self.momentum}")
         if self.compile_mode != "default" and not self.compile:
             raise ValueError(f"compile_mode {self.compile_mode!r} needs compile to be true")
         object.__setattr__(self, "betas", tuple(self.betas))  # JSON gives a list

@@ -43,10 +43,11 @@ from icl_sim.training import (RunLog, autocast_context, clip_matrix_norms_, init
                               signals_stop_between_steps, stop_if_signalled, task_loss, training_batch)
 
 #: TrainConfig fields that may differ between the runs of an ensemble; all others must be equal
-PER_RUN_FIELDS = ("task_params", "seed", "lr", "optimizer", "betas", "adam_eps", "weight_decay", "lr_schedule",
-                  "warmup_steps", "grad_clip", "log_every", "checkpoint_every", "checkpoint_minutes")
+PER_RUN_FIELDS = ("task_params", "seed", "lr", "optimizer", "betas", "adam_eps", "weight_decay", "momentum",
+                  "lr_schedule", "warmup_steps", "grad_clip", "log_every", "checkpoint_every", "checkpoint_minutes")
 #: the fields that decide a run's optimiser and learning-rate schedule: runs equal in them share one optimiser
-OPTIMISER_FIELDS = ("optimizer", "lr", "betas", "adam_eps", "weight_decay", "lr_schedule", "warmup_steps")
+OPTIMISER_FIELDS = ("optimizer", "lr", "betas", "adam_eps", "weight_decay", "momentum", "lr_schedule",
+                    "warmup_steps")
 #: what a task's parameters must leave equal between runs: the batch's shape and the loss
 TASK_SHAPE = ("dim", "points", "target_dim", "loss", "evaluated_positions")
 
@@ -99,7 +100,7 @@ def _shared_settings(config: TrainConfig) -> dict:
     return {**fields, **{name: getattr(task, name) for name in TASK_SHAPE}}
 
 
-class _RunLoss(nn.Module):
+class RunLoss(nn.Module):
     """One run's training loss as a module call, so that ``functional_call`` can swap in that run's weights."""
 
     def __init__(self, model: InContextModel, task, loss_on: str):
@@ -244,7 +245,7 @@ def _run_steps(groups: list[_Group], logs: list[RunLog], order: list[int], tasks
                models: list[InContextModel], device: torch.device, start: int, progress: bool) -> None:
     """Steps ``start`` to the end for every run at once; ``logs``, ``order`` and ``models`` follow the stacking
     order.  Each run's buffers (a fixed head drawn from its seed, say) are stacked beside its weights."""
-    template = _RunLoss(copy.deepcopy(models[0]).train(), tasks[0], configs[0].loss_on)
+    template = RunLoss(copy.deepcopy(models[0]).train(), tasks[0], configs[0].loss_on)
     names = [f"model.{name}" for name, _ in models[0].named_parameters()]
     buffers = {f"model.{name}": torch.stack([model.get_buffer(name) for model in models])
                for name, _ in models[0].named_buffers()}

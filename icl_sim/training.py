@@ -161,7 +161,8 @@ def make_optimizer(model: nn.Module, config: TrainConfig, *, stacked_runs: int =
     launch-bound steps need); on the CPU the reference implementation, so CPU runs stay as they were.
     """
     if config.optimizer == "sgd":
-        return torch.optim.SGD(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        return torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum,
+                               weight_decay=config.weight_decay)
     if config.optimizer == "normalized-gd":
         return NormalizedGD(model.parameters(), lr=config.lr, penalty=config.weight_decay, stacked_runs=stacked_runs)
     if config.optimizer == "sophiag":

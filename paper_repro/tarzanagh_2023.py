@@ -21,10 +21,12 @@ Claims, each checked per training seed with every seed required to clear its bou
 
 * ``frobenius-direction`` (their Thm 2 and Sec. 4 local convergence; the W curves of the notebook): the trained
   W is nearer in direction to W^mm_α than the nuclear-norm solution W^mm_⋆,α is, corr(W, W^mm) −
-  corr(W^mm_⋆, W^mm) > 0, and nearer to W^mm_α than to W^mm_⋆,α.  Both are contrasts fixed before running:
-  the alternative, "W converges to some other separating direction", gives no reason to beat the other SVM.
-* ``nuclear-direction`` (their Thm 1 with the (K, Q) parameterisation, vanishing regularisation): the same two
-  contrasts for W = KᵀQ with the roles of the norms exchanged.
+  corr(W^mm_⋆, W^mm) > 0: a contrast fixed before running (the alternative, "W converges to some other
+  separating direction", gives no reason to beat the other SVM).  Whether W is nearer W^mm_α than W^mm_⋆,α is
+  reported (``own_correlation``, ``other_correlation``) but not checked: an untrained W already is (by +0.057 at
+  quick scale), a random full-rank matrix leaning towards the higher-rank Frobenius solution.
+* ``nuclear-direction`` (their Thm 1 with the (K, Q) parameterisation, vanishing regularisation): the same
+  contrast for W = KᵀQ with the roles of the norms exchanged.
 * ``selection`` (Thm 2's softmax saturation; the notebook's probability curves): the softmax probability of the
   selected token → 1: the mean over prompts and datasets of 1 − max_t softmax_t at the last iteration is at most
   0.01, for each parameterisation.  0.01 is our reading of "→ 1" (the paper states the limit, no finite-step
@@ -40,6 +42,13 @@ them).  Ranks count singular values above 1e-7, their tolerance.
 
 The rank of the trained (K, Q) product, the paper's multi-token experiment (ReLU head, ``multi_token_converge``)
 and its global-convergence visualisation are not reproduced.
+
+Measured at quick scale (1.5 min wall, 64 s CPU, beside another job): corr(W, W^mm) − corr(W^mm_⋆, W^mm) per seed
+0-2 is 0.131, 0.136, 0.149 (seeds 100-102: 0.152, 0.129, 0.145), the trained W's correlation with W^mm 0.997 against
+the two SVMs' 0.85-0.87; for (K, Q) 0.122, 0.139, 0.134 (0.166, 0.165, 0.150); the unselected softmax mass at
+iteration 2000 is below 2e-15 (W) and 1e-13 (K, Q); 93-100 % of the selected tokens are the globally optimal ones.
+The untrained control fails every claim (its differences −0.55 and below, its unselected mass 0.84).  The
+rehearsal of the full scale (204 runs) passes in 6 min here.
 
 Scales: ``quick`` is the notebook's setting with 10 datasets per seed (30 per parameterisation, the notebook
 100) and 10 rank instances per point (theirs 100); ``full`` 34 datasets per seed (102) and 100 rank instances;
@@ -104,7 +113,7 @@ class Settings:
     datasets: int
     log_every: int
     rank_dims: tuple[int, ...]
-    rank_prompts: tuple[int, ...]
+    rank_prompt_counts: tuple[int, ...]
     rank_tokens: int
     rank_instances: int
     lr: float = 0.1
@@ -116,12 +125,12 @@ class Settings:
 
 SCALES = {
     "smoke": Settings(dim=4, tokens=4, prompts=3, steps=60, datasets=1, log_every=10, rank_dims=(2, 4),
-                      rank_prompts=(2,), rank_tokens=3, rank_instances=2),
+                      rank_prompt_counts=(2,), rank_tokens=3, rank_instances=2),
     "quick": Settings(dim=10, tokens=8, prompts=6, steps=2000, datasets=10, log_every=20,
-                      rank_dims=(2, 3, 4, 5, 10, 15, 20), rank_prompts=(5, 10, 15), rank_tokens=5,
+                      rank_dims=(2, 3, 4, 5, 10, 15, 20), rank_prompt_counts=(5, 10, 15), rank_tokens=5,
                       rank_instances=10),
     "full": Settings(dim=10, tokens=8, prompts=6, steps=2000, datasets=34, log_every=10,
-                     rank_dims=(2, 3, 4, 5, 10, 15, 20), rank_prompts=(5, 10, 15), rank_tokens=5,
+                     rank_dims=(2, 3, 4, 5, 10, 15, 20), rank_prompt_counts=(5, 10, 15), rank_tokens=5,
                      rank_instances=100),
 }
 
@@ -223,7 +232,7 @@ def measure(measurement) -> dict:
                 {key: np.mean([values["curves"][key] for values in measured], axis=0).tolist()
                  for key in ("probability", "fro", "nuc")})
     ranks = {(n, dim): _svm_ranks(dim, n, settings.rank_tokens, settings.rank_instances)
-             for n in settings.rank_prompts for dim in settings.rank_dims}
+             for n in settings.rank_prompt_counts for dim in settings.rank_dims}
     for (n, dim), found in ranks.items():
         rows += [{"run": f"svm-{norm}", "seed": -1, "prompts": n, "dim": dim, "quantity": "mean_rank",
                   "value": float(np.mean(values)) if values else math.nan} for norm, values in found.items()]
@@ -239,17 +248,12 @@ def checks(results: dict, settings: Settings) -> list[Check]:
     for claim, parameterization in (("frobenius-direction", "W"), ("nuclear-direction", "KQ")):
         own, other = ("W^mm", "W^mm_⋆") if parameterization == "W" else ("W^mm_⋆", "W^mm")
         trained = "W" if parameterization == "W" else "KᵀQ"
-        found += [
-            claim_check(claim, f"{parameterization} runs: corr({trained}, {own}) − corr({other}, {own}), mean over "
-                        f"{settings.datasets} datasets", 0.0, per_seed(parameterization, "nearer_than_other_svm"),
-                        relation="at_least", every_seed=True,
-                        source=f"{CLAIMS[0].source if parameterization == 'W' else CLAIMS[1].source}: a contrast "
-                               f"fixed before running (nearer to {own} than {other} is)"),
-            claim_check(claim, f"{parameterization} runs: corr({trained}, {own}) − corr({trained}, {other})", 0.0,
-                        [o - t for o, t in zip(per_seed(parameterization, "own_correlation"),
-                                               per_seed(parameterization, "other_correlation"))],
-                        relation="at_least", every_seed=True, source="the same theorem: nearer its own SVM"),
-        ]
+        found.append(claim_check(
+            claim, f"{parameterization} runs: corr({trained}, {own}) − corr({other}, {own}), mean over "
+            f"{settings.datasets} datasets", 0.0, per_seed(parameterization, "nearer_than_other_svm"),
+            relation="at_least", every_seed=True,
+            source=f"{CLAIMS[0].source if parameterization == 'W' else CLAIMS[1].source}: a contrast fixed before "
+                   f"running (nearer to {own} than {other} is)"))
     found += [claim_check("selection", f"{parameterization} runs: mean 1 − max_t softmax_t at iteration "
                           f"{settings.steps}", SELECTION_BOUND, per_seed(parameterization, "unselected_mass"),
                           relation="at_most", every_seed=True,
@@ -284,7 +288,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
         seed_curve(f"{labels[p]} with W^mm_⋆ (nuclear)", steps, [seed["nuc"] for seed in curves[p]])],
         title=f"trained {labels[p]}", ylim=(0.0, 1.05)) for p in NORMS]
     rank_curves = []
-    for n in settings.rank_prompts:
+    for n in settings.rank_prompt_counts:
         found = [results["ranks"][n, dim] for dim in settings.rank_dims]
         rank_curves += [Curve(f"n = {n}", list(settings.rank_dims),
                               [float(np.mean(r[norm])) if r[norm] else math.nan for r in found],

@@ -14,7 +14,9 @@ from icl_sim.tasks.base import TaskFamily, parameter, sample_shape
 from icl_sim.theory import KNN, OLS, Averaging, Ridge, Zero
 from icl_sim.validation import check_choice, check_float, check_int
 
-X_DISTRIBUTIONS = ("gaussian", "uniform")
+#: laws of z: "sphere" is uniform on the unit sphere, "gamma-sphere" that direction scaled by √G, G ~ Gamma(k, θ)
+#: (the heavy-tailed covariates of Ahn et al. 2024, Sec. 4.1)
+X_DISTRIBUTIONS = ("gaussian", "uniform", "sphere", "gamma-sphere")
 ROTATIONS = ("per-prompt", "fixed")
 WEIGHT_PRIORS = ("isotropic", "inverse-covariance")
 #: response links y = g(wᵀx) + ε (Mahankali et al. 2023, Sec. 5: nonlinear target functions)
@@ -29,7 +31,9 @@ LINK_MOMENT_PROMPTS = 2**17
 class LinearRegression(TaskFamily):
     """Prompts (x_i, wᵀx_i + ε_i) with w drawn per prompt (or from a finite pool).
 
-    x = Σ^{1/2} z with z standard gaussian or uniform on (-x_bound, x_bound); Σ is
+    x = Σ^{1/2} z with z standard gaussian, uniform on (-x_bound, x_bound), uniform on the unit sphere
+    (``"sphere"``), or a uniform direction scaled by √G with G ~ Gamma(x_gamma_shape, x_gamma_scale), so that
+    ‖z‖² ~ Gamma(k, θ) (``"gamma-sphere"``: Ahn et al. 2024, Sec. 4.1, heavy-tailed for small k); Σ is
     the identity unless ``spectrum`` or ``condition_number`` is given, in which case
     Σ = U diag(λ) Uᵀ with a Haar-random rotation U drawn per prompt (``rotation="per-prompt"``,
     the random covariance of Zhang, Frei & Bartlett 2024, §4.3) or once from ``covariance_seed``
@@ -51,8 +55,10 @@ class LinearRegression(TaskFamily):
     points: int = parameter("points per prompt N (the last one is the final query)", 41)
     noise: float = parameter("label-noise standard deviation σ", 0.0)
     prior_scale: float = parameter("standard deviation of each entry of w", 1.0)
-    x_distribution: str = parameter("law of z: gaussian or uniform", "gaussian")
+    x_distribution: str = parameter("law of z: gaussian, uniform, sphere or gamma-sphere", "gaussian")
     x_bound: float = parameter("uniform z lies in (-x_bound, x_bound) (von Oswald et al.: 0.5)", 1.0)
+    x_gamma_shape: float = parameter("shape k of gamma-sphere z's ‖z‖² ~ Gamma(k, θ) (Ahn et al. 2024: 0.1)", 0.1)
+    x_gamma_scale: float = parameter("scale θ of gamma-sphere z's ‖z‖² ~ Gamma(k, θ) (Ahn et al. 2024: 10)", 10.0)
     condition_number: float = parameter("κ of Σ: eigenvalues geometric from 1 to 1/κ, mean 1", 1.0)
     spectrum: tuple[float, ...] | None = parameter("explicit eigenvalues of Σ (comma-separated, d of them)", None)
     pool_size: int = parameter("finite task pool size M (0 = a fresh w per prompt)", 0)
@@ -73,6 +79,8 @@ class LinearRegression(TaskFamily):
         check_float("prior_scale", self.prior_scale, 0.0, strict=True)
         check_choice("x_distribution", self.x_distribution, X_DISTRIBUTIONS)
         check_float("x_bound", self.x_bound, 0.0, strict=True)
+        check_float("x_gamma_shape", self.x_gamma_shape, 0.0, strict=True)
+        check_float("x_gamma_scale", self.x_gamma_scale, 0.0, strict=True)
         check_float("condition_number", self.condition_number, 1.0)
         if self.spectrum is not None:
             try:
@@ -128,8 +136,9 @@ class LinearRegression(TaskFamily):
 
     @property
     def z_variance(self) -> float:
-        """Variance of one coordinate of z."""
-        return 1.0 if self.x_distribution == "gaussian" else self.x_bound**2 / 3.0
+        """Variance of one coordinate of z: E‖z‖²/d for the laws on spheres (z's direction is uniform)."""
+        return {"gaussian": 1.0, "uniform": self.x_bound**2 / 3.0, "sphere": 1.0 / self.dim,
+                "gamma-sphere": self.x_gamma_shape * self.x_gamma_scale / self.dim}[self.x_distribution]
 
     def weight_pool(self) -> torch.Tensor | None:
         """The M pool weight vectors (M, d) in float64, a pure function of ``pool_seed``."""
@@ -154,10 +163,7 @@ class LinearRegression(TaskFamily):
         device, d = generator.device, self.dim
         options = dict(generator=generator, device=device, dtype=dtype)
 
-        if self.x_distribution == "gaussian":
-            z = torch.randn(batch_size, n, d, **options)
-        else:
-            z = (2 * torch.rand(batch_size, n, d, **options) - 1) * self.x_bound
+        z = self._draw_z(batch_size, n, generator, dtype)
         eigs = self.eigenvalues
         if eigs is None:  # Σ = I: x = z, with no rotation to draw or multiply by
             eigs, rotation, xs = torch.ones(d, device=device, dtype=dtype), None, z
@@ -186,6 +192,21 @@ class LinearRegression(TaskFamily):
         sigma = self._noise_levels(batch_size, generator, dtype)
         ys = ys + sigma[:, None] * torch.randn(batch_size, n, **options)
         return Prompt(xs, ys, {"w": w, "covariance": covariance, "noise": sigma})
+
+    def _draw_z(self, batch_size: int, n: int, generator: torch.Generator, dtype) -> torch.Tensor:
+        """z (B, n, d) of the ``x_distribution`` law, before Σ^{1/2}."""
+        options = dict(generator=generator, device=generator.device, dtype=dtype)
+        if self.x_distribution == "uniform":
+            return (2 * torch.rand(batch_size, n, self.dim, **options) - 1) * self.x_bound
+        z = torch.randn(batch_size, n, self.dim, **options)
+        if self.x_distribution == "gaussian":
+            return z
+        z = z / torch.linalg.vector_norm(z, dim=-1, keepdim=True)  # a gaussian's direction is uniform on the sphere
+        if self.x_distribution == "sphere":
+            return z
+        # torch's Gamma sampler with the explicit generator (torch.distributions.Gamma reads the global one)
+        shape = torch.full((batch_size, n, 1), self.x_gamma_shape, device=generator.device, dtype=dtype)
+        return z * (self.x_gamma_scale * torch._standard_gamma(shape, generator=generator)).sqrt()
 
     def _rotations(self, batch_size: int, generator: torch.Generator, dtype) -> torch.Tensor:
         """The rotations U of Σ = U diag(λ) Uᵀ, (B, d, d): one per prompt, or the run's fixed one for all."""

@@ -367,9 +367,11 @@ MODEL_VARIANTS = {
     "looped-lsa-ln": [dict(loops=3, init_scale=0.3, layer_norm=layer_norm) for layer_norm in (True, False)],
     "complex-lsa": [dict(init_noise=0.1)],  # the paper's start is deterministic: noise makes it seeded
     "selection-attention": [dict(parameterization=name) for name in ("W", "KQ")],
+    "mesa": [dict(layers=2, heads=2, key_size=3, attention=attention) for attention in ("mesa", "linear", "softmax")],
 }
 MODEL_TASKS = {"looped-lsa-ln": ("pca", dict(dim=4, points=7)),
-               "complex-lsa": ("autoregressive", dict(dim=4, points=7))}
+               "complex-lsa": ("autoregressive", dict(dim=4, points=7)),
+               "mesa": ("autoregressive", dict(dim=4, points=7))}
 MODEL_REGRESSION = ("linear-regression", dict(dim=4, points=7))
 VECTOR_LABELS = ("autoregressive", dict(dim=3, points=7, transition="orthogonal"))
 

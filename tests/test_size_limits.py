@@ -25,9 +25,9 @@ def invoke(*args):
     return CliRunner().invoke(cli, [str(arg) for arg in args])
 
 
-#: labels per point where a model allows only one number (complex-lsa predicts the next state: target_dim = dim;
+#: labels per point where a model allows only one number (complex-lsa and mesa predict the next state: target_dim = dim;
 #: selection-attention one ±1 label)
-TARGET_DIMS = {"complex-lsa": 4, "selection-attention": 1}
+TARGET_DIMS = {"complex-lsa": 4, "mesa": 4, "selection-attention": 1}
 
 
 @pytest.mark.parametrize("name, params", MODEL_CONFIGS)

@@ -5,12 +5,12 @@ check against numbers, which samples tasks or trains models and so sits above th
 """
 from __future__ import annotations
 
-from icl_sim.claims import algorithms, comparison_metrics, one_layer_optimum, risk_curves
+from icl_sim.claims import algorithms, comparison_metrics, large_prompt_softmax, one_layer_optimum, risk_curves
 from icl_sim.claims.base import Claim
 
 CLAIMS: dict[str, Claim] = {
     claim.name: claim
-    for module in (one_layer_optimum, algorithms, risk_curves, comparison_metrics)
+    for module in (one_layer_optimum, algorithms, risk_curves, comparison_metrics, large_prompt_softmax)
     for claim in module.CLAIMS
 }
 

@@ -8,13 +8,14 @@ from icl_sim.models.disentangled import DisentangledTransformer
 from icl_sim.models.gpt import GPT
 from icl_sim.models.looped import LoopedLSA, LoopedTransformer
 from icl_sim.models.lsa import LinearSelfAttention, constructed_lsa
+from icl_sim.models.mesa import MesaTransformer
 from icl_sim.models.selection_attention import SelectionAttention
 from icl_sim.models.softmax_attention import SoftmaxAttention
 
 MODELS = {"lsa": LinearSelfAttention, "gpt": GPT, "looped": LoopedTransformer, "looped-lsa-ln": LoopedLSA,
           "softmax-attention": SoftmaxAttention, "deep-linear": DeepLinear,
           "disentangled": DisentangledTransformer, "complex-lsa": ComplexCausalLSA,
-          "selection-attention": SelectionAttention}
+          "selection-attention": SelectionAttention, "mesa": MesaTransformer}
 
 
 def build_model(name: str, dim: int, points: int, /, target_dim: int = 1, **params) -> InContextModel:
@@ -30,5 +31,5 @@ def build_model(name: str, dim: int, points: int, /, target_dim: int = 1, **para
 
 
 __all__ = ["ComplexCausalLSA", "DeepLinear", "DisentangledTransformer", "GPT", "MODELS", "InContextModel",
-           "LinearSelfAttention", "LoopedLSA", "LoopedTransformer", "SelectionAttention", "SoftmaxAttention",
-           "build_model", "constructed_lsa"]
+           "LinearSelfAttention", "LoopedLSA", "LoopedTransformer", "MesaTransformer", "SelectionAttention",
+           "SoftmaxAttention", "build_model", "constructed_lsa"]
