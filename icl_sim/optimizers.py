@@ -62,10 +62,7 @@ class SophiaG(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = closure_loss(closure)
         for group in self.param_groups:
             beta1 = group["betas"][0]
             lr, scale = group["lr"], group["rho"] * group["batch_size"]
@@ -106,10 +103,7 @@ class NormalizedGD(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = closure_loss(closure)
         for group in self.param_groups:
             for parameter in group["params"]:
                 if parameter.grad is None:
@@ -119,3 +113,11 @@ class NormalizedGD(torch.optim.Optimizer):
                 norm = torch.linalg.vector_norm(direction, dim=axes, keepdim=True) if axes else direction.abs()
                 parameter.sub_(group["lr"] * direction / (norm + torch.finfo(direction.dtype).eps))
         return loss
+
+
+def closure_loss(closure):
+    """The loss a ``step(closure)`` call re-evaluates, with gradients on (None without a closure): torch's contract."""
+    if closure is None:
+        return None
+    with torch.enable_grad():
+        return closure()
