@@ -7,10 +7,11 @@ minutes) and a full scale (the paper's settings, rehearsed on a CPU by ``rehears
 from __future__ import annotations
 
 from icl_sim.checks import Check
-from icl_sim.paper_repro import (ahn_2023, akyurek_2023, bhattamishra_2023, fu_2023, garg_2022, mahankali_2023,
-                                 raventos_2023, sanford_2024, saparov_2024, saxe_2013, tarzanagh_2023, vladymyrov_2024,
-                                 von_oswald_2023, von_oswald_2023_ablations, wu_2023, wu_zhang_cao_2026, yang_2023,
-                                 ye_2025, zhang_frei_bartlett_2023, zheng_2024)
+from icl_sim.paper_repro import (ahn_2023, ahn_2024, akyurek_2023, bhattamishra_2023, fu_2023, garg_2022,
+                                 mahankali_2023, raventos_2023, sanford_2024, saparov_2024, saxe_2013, song_2024,
+                                 tarzanagh_2023, vladymyrov_2024, von_oswald_2023, von_oswald_2023_ablations, wu_2023,
+                                 wu_zhang_cao_2026, yang_2023, ye_2025, zhang_cao_2026, zhang_frei_bartlett_2023,
+                                 zheng_2024)
 from icl_sim.paper_repro.rehearsal import RunCost, rehearse
 from icl_sim.paper_repro.runner import run_reproduction as run
 from icl_sim.paper_repro.spec import SCALES, Reproduction
@@ -23,7 +24,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
                    zhang_frei_bartlett_2023, wu_2023, raventos_2023, fu_2023, vladymyrov_2024,  # linear regression
                    zheng_2024, bhattamishra_2023, sanford_2024, saparov_2024, ye_2025, yang_2023,
                    wu_zhang_cao_2026, saxe_2013,  # beyond linear regression (II)
-                   tarzanagh_2023)  # issue 24's new papers
+                   tarzanagh_2023, zhang_cao_2026, ahn_2024, song_2024)  # issue 24's new papers
 }
 
 

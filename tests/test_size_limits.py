@@ -26,8 +26,8 @@ def invoke(*args):
 
 
 #: labels per point where a model allows only one number (complex-lsa and mesa predict the next state: target_dim = dim;
-#: selection-attention one ±1 label)
-TARGET_DIMS = {"complex-lsa": 4, "mesa": 4, "selection-attention": 1}
+#: selection-attention and looped-softmax-ngd one ±1 label)
+TARGET_DIMS = {"complex-lsa": 4, "mesa": 4, "selection-attention": 1, "looped-softmax-ngd": 1}
 
 
 @pytest.mark.parametrize("name, params", MODEL_CONFIGS)

@@ -194,10 +194,10 @@ class LogisticGD(Baseline):
         w ← w + lr · g_i(w) / max(‖g_i(w)‖, eps)
 
     (normalised GD: each step has length lr, whatever the scale of the data; eps = 1e-12
-    guards the empty prefix, whose gradient is 0).  Zhang & Cao (arXiv 2605.06609) build
-    softmax transformers whose layers each take one normalised GD step of in-context
-    logistic regression; their exact normalisation (and loss: they also discuss the
-    exponential loss) could not be checked here, so this Euclidean-norm version is ours.  The first step from w = 0 is
+    guards the empty prefix, whose gradient is 0).  This Euclidean-norm version is not Zhang &
+    Cao's (arXiv 2605.06609): their layers take normalised GD steps on the exponential loss,
+    which a softmax read-out computes only with the gradient divided by the loss,
+    w ← w − η∇L/L (``icl_sim.theory.normalized_gd.ExponentialNGD``).  The first step from w = 0 is
     lr · (Σ y_j x_j)/‖Σ y_j x_j‖, so one step predicts like the averaging baseline.
     Scores wᵀx_i are returned (their sign is the prediction).  All positions and prompts
     are one batched computation per step (prefix sums of y_j x_j σ(−y_j wᵀx_j) need w

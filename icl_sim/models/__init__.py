@@ -6,7 +6,9 @@ from icl_sim.models.complex_lsa import ComplexCausalLSA
 from icl_sim.models.deep_linear import DeepLinear
 from icl_sim.models.disentangled import DisentangledTransformer
 from icl_sim.models.gpt import GPT
+from icl_sim.models.kernel_attention import KernelAttention
 from icl_sim.models.looped import LoopedLSA, LoopedTransformer
+from icl_sim.models.looped_softmax_ngd import LoopedSoftmaxNGD
 from icl_sim.models.lsa import LinearSelfAttention, constructed_lsa
 from icl_sim.models.mesa import MesaTransformer
 from icl_sim.models.selection_attention import SelectionAttention
@@ -15,7 +17,8 @@ from icl_sim.models.softmax_attention import SoftmaxAttention
 MODELS = {"lsa": LinearSelfAttention, "gpt": GPT, "looped": LoopedTransformer, "looped-lsa-ln": LoopedLSA,
           "softmax-attention": SoftmaxAttention, "deep-linear": DeepLinear,
           "disentangled": DisentangledTransformer, "complex-lsa": ComplexCausalLSA,
-          "selection-attention": SelectionAttention, "mesa": MesaTransformer}
+          "selection-attention": SelectionAttention, "mesa": MesaTransformer,
+          "looped-softmax-ngd": LoopedSoftmaxNGD, "kernel-attention": KernelAttention}
 
 
 def build_model(name: str, dim: int, points: int, /, target_dim: int = 1, **params) -> InContextModel:
@@ -31,5 +34,6 @@ def build_model(name: str, dim: int, points: int, /, target_dim: int = 1, **para
 
 
 __all__ = ["ComplexCausalLSA", "DeepLinear", "DisentangledTransformer", "GPT", "MODELS", "InContextModel",
-           "LinearSelfAttention", "LoopedLSA", "LoopedTransformer", "MesaTransformer", "SelectionAttention",
-           "SoftmaxAttention", "build_model", "constructed_lsa"]
+           "KernelAttention", "LinearSelfAttention", "LoopedLSA", "LoopedSoftmaxNGD", "LoopedTransformer",
+           "MesaTransformer", "SelectionAttention", "SoftmaxAttention", "build_model",
+           "constructed_lsa"]

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from icl_sim.models.base import InContextModel
+from icl_sim.models.prefix_attention import prefix_weights
 from icl_sim.validation import check_choice
 
 PARAMETERIZATIONS = ("W", "KQ")
@@ -73,9 +74,7 @@ class SelectionAttention(InContextModel):
         """Softmax weights (B, P, N) of the queries at ``positions`` (P,) over the points before each."""
         points = xs.to(self.head)
         scores = torch.einsum("btk,kl,bpl->bpt", points, self.key_query(), points[:, positions])
-        before = torch.arange(xs.shape[1], device=xs.device)[None, :] < positions[:, None]  # (P, N)
-        weights = torch.softmax(scores.masked_fill(~before, -torch.inf), dim=-1)
-        return torch.nan_to_num(weights, nan=0.0)  # position 0 sees no point: no weight
+        return prefix_weights(scores, positions)
 
     def layer_predictions(self, xs: torch.Tensor, ys: torch.Tensor) -> list[torch.Tensor]:
         return [self._scores(xs, torch.arange(xs.shape[1], device=xs.device))]
