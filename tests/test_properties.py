@@ -47,6 +47,7 @@ from icl_sim.theory.baselines import Baseline
 from icl_sim.theory.boolean_learners import (ConjunctionElimination, DisjunctionElimination, HammingKNN,
                                              LogisticGD, MajorityLabel, ParityElimination)
 from icl_sim.theory.graph_algorithms import BFSReachability, DegreeHeuristic, ReachabilityRounds
+from icl_sim.theory.normalized_gd import ExponentialNGD
 from icl_sim.theory.sequence_baselines import OneStepGD, TopEigenvector, VectorOLS
 
 FLOATS = [torch.float32, torch.float64]
@@ -144,6 +145,7 @@ EXAMPLES = {
     DiscreteMMSE: ("scalar", lambda d: st.builds(DiscreteMMSE, st.integers(1, 5).flatmap(
         lambda m: SEEDS.map(lambda seed: gaussian(seed, m, d))), st.floats(0.1, 2.0))),
     LogisticGD: ("scalar", lambda d: st.builds(LogisticGD, st.integers(0, 6), STEP)),
+    ExponentialNGD: ("scalar", lambda d: st.builds(ExponentialNGD, st.integers(0, 6), STEP, st.floats(0.0, 2.0))),
     ConjunctionElimination: ("scalar", lambda d: st.just(ConjunctionElimination())),
     DisjunctionElimination: ("scalar", lambda d: st.just(DisjunctionElimination())),
     ParityElimination: ("scalar", lambda d: st.just(ParityElimination())),
@@ -454,6 +456,8 @@ def test_sample_arguments_work_or_are_refused_by_name(data):
 
 
 #: small sizes for the families whose defaults are large
+#: models built for at least this many points (selection-attention: two tokens and the query)
+MIN_POINTS = {"selection-attention": 3}
 MODEL_SIZES = {"gpt": dict(n_layer=1, n_embd=8, n_head=1), "looped": dict(n_embd=8, n_head=1, loops=2, loop_window=1)}
 #: the models of one scalar label per point (complex-lsa and mesa predict a sequence's next state, a label of the
 #: state's size: tests/test_contracts.py checks them on autoregressive prompts)
@@ -481,7 +485,7 @@ def test_model_config_values_work_or_are_refused_by_name(data):
 @given(data=st.data(), dtype=st.sampled_from(FLOATS))
 def test_model_predict_works_on_fitting_prompts_and_names_the_misfit(data, dtype):
     name = data.draw(st.sampled_from(SCALAR_LABEL_MODELS))
-    dim, points = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 6))
+    dim, points = data.draw(st.integers(1, 4)), data.draw(st.integers(MIN_POINTS.get(name, 1), 6))
     model = build_model(name, dim, points, **MODEL_SIZES.get(name, {}))
     batch, count, features = data.draw(st.integers(1, 3)), data.draw(st.integers(1, points)), dim
     label_shape = (batch, count)
