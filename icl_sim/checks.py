@@ -191,3 +191,10 @@ def write_checks(checks: Sequence[Check], out_dir, name: str = "checks.json") ->
     path = Path(out_dir) / name
     write_text(path, json.dumps([check.as_dict() for check in checks], indent=2) + "\n")
     return path
+
+
+def read_checks(path) -> list[Check]:
+    """The checks :func:`write_checks` wrote to ``path`` (its derived fields, verdict and interval, recomputed)."""
+    fields = [field.name for field in dataclasses.fields(Check)]
+    return [Check(**{**{name: entry[name] for name in fields}, "per_seed": tuple(entry["per_seed"])})
+            for entry in json.loads(Path(path).read_text())]

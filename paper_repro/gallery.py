@@ -1,6 +1,7 @@
 """The README gallery: every reproduction at quick scale, its figure, its claims and its sanity checks on one page."""
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from dataclasses import dataclass
@@ -10,10 +11,10 @@ from typing import Mapping, Sequence
 from tqdm import tqdm
 
 from icl_sim.atomic import atomic_path, write_text
-from icl_sim.checks import Check
+from icl_sim.checks import Check, read_checks
 
 from .evidence import claim_verdicts, held_claims
-from .runner import run_reproduction
+from .runner import CONTROL_FILE, run_reproduction
 from .spec import Reproduction
 
 
@@ -25,6 +26,10 @@ class GalleryEntry:
     checks: Sequence[Check]
     control: Sequence[Check]
     minutes: float
+
+
+#: beside a gallery run's ``checks.json`` and ``control.json``: the minutes its quick-scale run took
+MINUTES_FILE = "gallery.json"
 
 
 def publish(reproduction: Reproduction, run_dir, figures_dir) -> list[Path]:
@@ -45,8 +50,9 @@ def gallery_page(entries: Mapping[str, GalleryEntry]) -> str:
              "default seeds, and its untrained control (the same checks on the models at initialisation). A claim "
              "check measures trained models against a claim of the paper and holds when the 95 % interval of its "
              "mean over seeds lies on the required side; a sanity check tests the library's own algorithm or closed "
-             "form. A deferred claim needs the full scale; its reason is given. Minutes are the wall time of this "
-             "regeneration on two CPU cores (a run reused from an earlier one counts its measuring only).", "",
+             "form. A deferred claim needs the full scale; its reason is given. Minutes are the wall time of the "
+             "reproduction's quick-scale run on two CPU cores, its control apart (a run reused from an earlier one "
+             "counts its measuring only).", "",
              "| reproduction | claims held | deferred | failed | sanity checks | quick minutes |",
              "| --- | --- | --- | --- | --- | --- |"]
     for name, entry in entries.items():
@@ -108,19 +114,35 @@ def write_gallery_page(entries: Mapping[str, GalleryEntry], figures_dir) -> Path
     return path
 
 
-def refresh_gallery(reproductions: Mapping[str, Reproduction], figures_dir, runs_dir, *, device: str = "auto",
+def stored_entry(reproduction: Reproduction, run_dir) -> GalleryEntry | None:
+    """The gallery entry an earlier refresh left in ``run_dir``, or None where it left none."""
+    run_dir = Path(run_dir)
+    paths = [run_dir / name for name in ("checks.json", CONTROL_FILE, MINUTES_FILE)]
+    if not all(path.exists() for path in paths):
+        return None
+    minutes = json.loads(paths[2].read_text())["minutes"]
+    return GalleryEntry(reproduction, read_checks(paths[0]), read_checks(paths[1]), minutes)
+
+
+def refresh_gallery(reproductions: Mapping[str, Reproduction], figures_dir, runs_dir, *,
+                    names: Sequence[str] | None = None, device: str = "auto",
                     progress: bool = False) -> dict[str, GalleryEntry]:
-    """Run ``reproductions`` at quick scale in ``runs_dir`` with their untrained controls, publish each figure to
-    ``figures_dir`` and write the gallery page; returns each reproduction's entry.  ``progress``: bars on stderr."""
-    entries = {}
-    for name, reproduction in tqdm(reproductions.items(), desc="gallery", disable=not progress):
-        run_dir = Path(runs_dir) / f"{name}-quick"
+    """Run ``names`` (default: every reproduction) at quick scale in ``runs_dir`` with their untrained controls,
+    publish each figure to ``figures_dir`` and write the gallery page of every reproduction with an entry in
+    ``runs_dir``, the others' from their earlier refresh; returns those entries.  ``progress``: bars on stderr."""
+    names = list(reproductions) if names is None else names
+    for name in tqdm(names, desc="gallery", disable=not progress):
+        reproduction, run_dir = reproductions[name], Path(runs_dir) / f"{name}-quick"
         start = time.perf_counter()
-        checks = run_reproduction(reproduction, "quick", run_dir, device=device, progress=progress)
+        run_reproduction(reproduction, "quick", run_dir, device=device, progress=progress)
         minutes = (time.perf_counter() - start) / 60
-        control = run_reproduction(reproduction, "quick", run_dir, control="untrained", device=device,
-                                   progress=progress)
-        publish(reproduction, run_dir, figures_dir)
-        entries[name] = GalleryEntry(reproduction, checks, control, minutes)
+        run_reproduction(reproduction, "quick", run_dir, control="untrained", device=device, progress=progress)
+        write_text(run_dir / MINUTES_FILE, json.dumps({"minutes": minutes}) + "\n")
+    entries = {}
+    for name, reproduction in reproductions.items():
+        entry = stored_entry(reproduction, Path(runs_dir) / f"{name}-quick")
+        if entry is not None:
+            publish(reproduction, Path(runs_dir) / f"{name}-quick", figures_dir)
+            entries[name] = entry
     write_gallery_page(entries, figures_dir)
     return entries

@@ -10,12 +10,12 @@ import pytest
 import torch
 from scipy import stats
 
-from icl_sim.checks import Check, claim_check
+from icl_sim.checks import Check, claim_check, read_checks, write_checks
 from icl_sim.config import TrainConfig
 from icl_sim.paper_repro import von_oswald_2023
 from icl_sim.paper_repro.evidence import (DEFAULT_SEEDS, check_claim_wiring, claim_verdicts, failed, held_claims,
                                           summary_line)
-from icl_sim.paper_repro.gallery import GalleryEntry, gallery_page
+from icl_sim.paper_repro.gallery import MINUTES_FILE, GalleryEntry, gallery_page, refresh_gallery
 from icl_sim.paper_repro.rehearsal import (H200_BF16_FLOPS, REHEARSAL_FILE, REHEARSAL_FIT_STEPS, REHEARSAL_PROMPTS,
                                            REHEARSAL_STEPS, UTILISATION, RunCost,
                                            StepCost, fewer_prompts, rehearse)
@@ -262,6 +262,30 @@ def test_the_gallery_page_keeps_each_check_in_one_table_row():
     row = next(line for line in page.splitlines() if "gap \\|a" in line)
     assert re.split(r"(?<!\\)\|", row)[2:7] == [" gap \\|a − b\\| / b ", " 1 of 1 seeds ", " 0.01 ", " ≤ 0.05 ",
                                                 " Fig. 2 "]
+
+
+def test_checks_read_back_as_written(tmp_path):
+    checks = [*toy_checks({"rows": [{"seed": 0, "quantity": "loss", "value": 1.5},
+                                    {"seed": 1, "quantity": "loss", "value": 2.5}]}, None),
+              dataclasses.replace(claim_check("c", "q", 1.0, [0.5, math.nan]), deferred=True)]
+    read = read_checks(write_checks(checks, tmp_path))
+    assert [check.describe() for check in read] == [check.describe() for check in checks]
+    assert read[:3] == checks[:3] and read[3].verdict == "deferred"
+
+
+def test_a_named_gallery_refresh_reruns_those_and_keeps_the_others_entries(tmp_path):
+    reproductions = {"toy": TOY, "toy-b": dataclasses.replace(TOY, name="toy-b")}
+    figures, runs = tmp_path / "figures", tmp_path / "runs"
+    first = refresh_gallery(reproductions, figures, runs, names=["toy"], device="cpu")
+    assert list(first) == ["toy"] and "toy-b" not in (figures / "README.md").read_text()
+    (runs / "toy-quick" / MINUTES_FILE).write_text(json.dumps({"minutes": 12.5}))  # toy's stored entry, marked
+    second = refresh_gallery(reproductions, figures, runs, names=["toy-b"], device="cpu")
+    assert list(second) == ["toy", "toy-b"] and second["toy"].minutes == 12.5
+    assert [check.describe() for check in second["toy"].checks] == [check.describe() for check in first["toy"].checks]
+    page = (figures / "README.md").read_text()
+    assert "| [toy](#toy) | 1 of 2 | 1 | 0 | 1 of 1 | 12.5 |" in page and "| [toy-b](#toy-b) |" in page
+    assert sorted(path.name for path in figures.iterdir()) == ["README.md", "toy-b.pdf", "toy-b.png", "toy.pdf",
+                                                               "toy.png"]
 
 
 # == rehearsal of the full scale =======================================================================

@@ -37,9 +37,10 @@ REPRO_COMMANDS = {
     "run": LazyCommand("icl_sim.cli.repro:repro_run", "Run reproduction NAME (or --all): figure, results table "
                        "and checks.json; print the claims held, failed and deferred apart from the sanity checks; "
                        "exit 1 if a claim or a sanity check fails (smoke scale: only if the pipeline breaks)."),
-    "gallery": LazyCommand("icl_sim.cli.repro:repro_gallery", "Regenerate the gallery: every reproduction at "
-                           "quick scale over its default seeds, with its untrained control; figures and the claims "
-                           "and sanity tables in --figures/README.md."),
+    "gallery": LazyCommand("icl_sim.cli.repro:repro_gallery", "Regenerate the gallery: reproductions NAMES "
+                           "(default: every one) at quick scale over their default seeds, with their untrained "
+                           "controls; figures and the claims and sanity tables in --figures/README.md, which also "
+                           "shows every other reproduction an earlier gallery left in --runs."),
 }
 THEORY_COMMANDS = {
     "list": LazyCommand("icl_sim.cli.theory:theory_list", "Every claim with its source."),

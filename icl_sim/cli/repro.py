@@ -141,18 +141,26 @@ def _echo_checks(checks) -> None:
 
 
 @click.command("gallery")
+@click.argument("names", nargs=-1)
 @option("--figures", "figures_dir", type=OutputDirectory(), default="figures", show_default=True)
 @option("--runs", "runs_dir", type=OutputDirectory(), default="runs", show_default=True)
 @device_option
 @progress_option
-def repro_gallery(figures_dir, runs_dir, device, progress):
-    """Regenerate the gallery: every reproduction at quick scale over its default seeds, with its untrained
-    control; figures and the claims and sanity tables in --figures/README.md."""
+def repro_gallery(names, figures_dir, runs_dir, device, progress):
+    """Regenerate the gallery: reproductions NAMES (default: every one) at quick scale over their default seeds,
+    with their untrained controls; figures and the claims and sanity tables in --figures/README.md, which also
+    shows every other reproduction an earlier gallery left in --runs."""
+    for name in names:
+        catalogue.check_name("reproductions", "names", name)
     from icl_sim.paper_repro import REPRODUCTIONS
     from icl_sim.paper_repro.evidence import summary_line
     from icl_sim.paper_repro.gallery import refresh_gallery
 
-    entries = refresh_gallery(REPRODUCTIONS, figures_dir, runs_dir, device=device, progress=progress)
+    entries = refresh_gallery(REPRODUCTIONS, figures_dir, runs_dir, names=list(names) or None, device=device,
+                              progress=progress)
     for name, entry in entries.items():
-        click.echo(f"{name}: {summary_line(REPRODUCTIONS[name], entry.checks)}")
+        click.echo(f"{name}: {summary_line(REPRODUCTIONS[name], entry.checks)}  ({entry.minutes:.1f} min)")
+    missing = [name for name in REPRODUCTIONS if name not in entries]
+    if missing:
+        click.echo(f"not in the gallery (no earlier run in {runs_dir}): {', '.join(missing)}")
     click.echo(f"gallery in {Path(figures_dir) / 'README.md'}")
