@@ -7,11 +7,12 @@ minutes) and a full scale (the paper's settings, rehearsed on a CPU by ``rehears
 from __future__ import annotations
 
 from icl_sim.checks import Check
-from icl_sim.paper_repro import (ahn_2023, ahn_2024, akyurek_2023, bhattamishra_2023, fu_2023, garg_2022,
+from icl_sim.paper_repro import (ahn_2023, ahn_2024, akyurek_2023, bhattamishra_2023, boyer_boursier_2025,
+                                 fu_2023, garg_2022,
                                  mahankali_2023, raventos_2023, sanford_2024, saparov_2024, saxe_2013, song_2024,
-                                 tarzanagh_2023, vladymyrov_2024, von_oswald_2023, von_oswald_2023_ablations, wu_2023,
-                                 wu_zhang_cao_2026, yang_2023, ye_2025, zhang_cao_2026, zhang_frei_bartlett_2023,
-                                 zheng_2024)
+                                 tarzanagh_2023, vladymyrov_2024, von_oswald_2023, von_oswald_2023_ablations,
+                                 von_oswald_2023b, wu_2023, wu_zhang_cao_2026, yang_2023, ye_2025, zhang_cao_2026,
+                                 zhang_frei_bartlett_2023, zheng_2024)
 from icl_sim.paper_repro.rehearsal import RunCost, rehearse
 from icl_sim.paper_repro.runner import run_reproduction as run
 from icl_sim.paper_repro.spec import SCALES, Reproduction
@@ -24,7 +25,8 @@ REPRODUCTIONS: dict[str, Reproduction] = {
                    zhang_frei_bartlett_2023, wu_2023, raventos_2023, fu_2023, vladymyrov_2024,  # linear regression
                    zheng_2024, bhattamishra_2023, sanford_2024, saparov_2024, ye_2025, yang_2023,
                    wu_zhang_cao_2026, saxe_2013,  # beyond linear regression (II)
-                   tarzanagh_2023, zhang_cao_2026, ahn_2024, song_2024)  # issue 24's new papers
+                   tarzanagh_2023, zhang_cao_2026, ahn_2024, song_2024, von_oswald_2023b,
+                   boyer_boursier_2025)  # issue 24's new papers
 }
 
 

@@ -7,6 +7,7 @@ from icl_sim.tasks.boolean import Boolean
 from icl_sim.tasks.graph_connectivity import GraphConnectivity
 from icl_sim.tasks.graphqa import GraphQAConnectivity
 from icl_sim.tasks.graph_search import GraphSearch
+from icl_sim.tasks.kcm_regression import KCMRegression
 from icl_sim.tasks.linear_classification import LinearClassification
 from icl_sim.tasks.linear_classification_ngd import GuidedLinearClassification
 from icl_sim.tasks.linear_map import LinearMap
@@ -16,7 +17,7 @@ from icl_sim.tasks.token_selection import TokenSelection
 
 TASKS = {cls.name: cls for cls in (LinearRegression, Autoregressive, Boolean, GraphConnectivity, PCA,
                                    LinearClassification, LinearMap, GraphSearch, GraphQAConnectivity,
-                                   TokenSelection, GuidedLinearClassification)}
+                                   TokenSelection, GuidedLinearClassification, KCMRegression)}
 
 
 def make_task(name: str, /, **params) -> Task:

@@ -23,7 +23,7 @@ from icl_sim.theory.sequence_baselines import OneStepGD, VectorOLS
 from icl_sim.validation import check_choice, check_float, check_int
 
 TRANSITIONS = ("orthogonal", "diagonal-unitary", "contractive")
-INITIALS = ("gaussian", "sparse", "ones", "gaussian-real")
+INITIALS = ("gaussian", "sparse", "ones", "gaussian-real", "uniform")
 
 
 
@@ -54,6 +54,8 @@ class Autoregressive(TaskFamily):
       * ``gaussian-real``: N(0, s²) on the even coordinates and 0 on the odd ones: in the complex
         reading of ``diagonal-unitary`` (coordinates 2k, 2k+1 = Re, Im of x_k) a real Gaussian
         x_k ~ N(0, s²), Zheng et al.'s Gaussian token as their code draws it (``get_x1``).
+      * ``uniform``: U[−s, s]^d, each coordinate independent (von Oswald et al. 2023b's s_1, ``range = 1``
+        in their ``configs/config.py``): mean 0, variance s²/3.
     ``noise`` σ adds σ ε_t, ε_t ~ N(0, I), to every transition (0 = Zheng et al.'s setting).
 
     The latent is ``W`` (B, d, d).  With ``active_dims`` = a < d the process runs in the
@@ -69,9 +71,10 @@ class Autoregressive(TaskFamily):
     noise: float = parameter("transition-noise standard deviation σ", 0.0)
     transition: str = parameter("law of W: orthogonal, diagonal-unitary or contractive", "diagonal-unitary")
     spectral_radius: float = parameter("spectral radius of a contractive W, in (0, 1)", 0.9)
-    initial: str = parameter("law of x_0: gaussian, sparse (±s·e_k), ones (s·1/√d) or gaussian-real (N(0, s²) on "
-                             "the even coordinates)", "gaussian")
-    initial_scale: float = parameter("scale s of x_0 (standard deviation for gaussian, norm otherwise)", 1.0)
+    initial: str = parameter("law of x_0: gaussian, sparse (±s·e_k), ones (s·1/√d), gaussian-real (N(0, s²) on "
+                             "the even coordinates) or uniform (U[−s, s]^d)", "gaussian")
+    initial_scale: float = parameter("scale s of x_0 (standard deviation for gaussian, half-width for uniform, "
+                                     "norm otherwise)", 1.0)
     gd_step: float = parameter("step η of the one-step GD baseline: Ŵ = (η/t) Σ_{j<t} x_{j+1} x_jᵀ", 1.0)
 
     def __post_init__(self):
@@ -121,6 +124,8 @@ class Autoregressive(TaskFamily):
         if self.initial == "gaussian-real":
             real_parts = (torch.arange(d, device=device) % 2 == 0).to(dtype)
             return s * real_parts * torch.randn(batch_size, d, generator=generator, device=device, dtype=dtype)
+        if self.initial == "uniform":
+            return s * (2 * torch.rand(batch_size, d, generator=generator, device=device, dtype=dtype) - 1)
         if self.initial == "sparse":
             index = torch.randint(d, (batch_size,), generator=generator, device=device)
             sign = 2.0 * torch.randint(2, (batch_size,), generator=generator, device=device).to(dtype) - 1.0
@@ -164,7 +169,7 @@ class Autoregressive(TaskFamily):
         """E‖x_{t+1}‖²/d, the risk of predicting 0, where it does not depend on t; else None.
 
         Orthogonal and rotation-block W preserve norms, so without noise ‖x_t‖ = ‖x_0‖ and
-        E‖x_0‖²/d is s² (gaussian) or s²/d (sparse, ones).  With noise or a contractive W the
+        E‖x_0‖²/d is s² (gaussian), s²/3 (uniform) or s²/d (sparse, ones).  With noise or a contractive W the
         level changes with t and no single dashed line exists.
         """
         if self.noise or self.transition == "contractive":
@@ -172,4 +177,6 @@ class Autoregressive(TaskFamily):
         s2 = self.initial_scale ** 2
         if self.initial == "gaussian-real":
             return s2 * ((self.dim + 1) // 2) / self.dim
+        if self.initial == "uniform":
+            return s2 / 3
         return s2 if self.initial == "gaussian" else s2 / self.dim

@@ -7,7 +7,8 @@ tests/test_cli.py holds each tuple equal to its source.
 
 #: the keys of icl_sim.models.MODELS, sorted
 MODELS = ("complex-lsa", "deep-linear", "disentangled", "gpt", "kernel-attention", "looped", "looped-lsa-ln",
-          "looped-softmax-ngd", "lsa", "mesa", "selection-attention", "softmax-attention")
+          "looped-softmax-ngd", "lsa", "mesa", "projected-attention", "selection-attention",
+          "softmax-attention")
 #: icl_sim.probing.STEP_PARAMS
 STEP_PARAMS = ("shared", "per-step")
 #: icl_sim.probing.READOUTS

@@ -11,6 +11,7 @@ from icl_sim.models.looped import LoopedLSA, LoopedTransformer
 from icl_sim.models.looped_softmax_ngd import LoopedSoftmaxNGD
 from icl_sim.models.lsa import LinearSelfAttention, constructed_lsa
 from icl_sim.models.mesa import MesaTransformer
+from icl_sim.models.projected_attention import ProjectedAttention
 from icl_sim.models.selection_attention import SelectionAttention
 from icl_sim.models.softmax_attention import SoftmaxAttention
 
@@ -18,7 +19,8 @@ MODELS = {"lsa": LinearSelfAttention, "gpt": GPT, "looped": LoopedTransformer, "
           "softmax-attention": SoftmaxAttention, "deep-linear": DeepLinear,
           "disentangled": DisentangledTransformer, "complex-lsa": ComplexCausalLSA,
           "selection-attention": SelectionAttention, "mesa": MesaTransformer,
-          "looped-softmax-ngd": LoopedSoftmaxNGD, "kernel-attention": KernelAttention}
+          "looped-softmax-ngd": LoopedSoftmaxNGD, "kernel-attention": KernelAttention,
+          "projected-attention": ProjectedAttention}
 
 
 def build_model(name: str, dim: int, points: int, /, target_dim: int = 1, **params) -> InContextModel:
@@ -35,5 +37,5 @@ def build_model(name: str, dim: int, points: int, /, target_dim: int = 1, **para
 
 __all__ = ["ComplexCausalLSA", "DeepLinear", "DisentangledTransformer", "GPT", "MODELS", "InContextModel",
            "KernelAttention", "LinearSelfAttention", "LoopedLSA", "LoopedSoftmaxNGD", "LoopedTransformer",
-           "MesaTransformer", "SelectionAttention", "SoftmaxAttention", "build_model",
+           "MesaTransformer", "ProjectedAttention", "SelectionAttention", "SoftmaxAttention", "build_model",
            "constructed_lsa"]
