@@ -100,7 +100,8 @@ def plot_heatmap(values: Sequence[Sequence[float]], path, *, rows: Sequence, col
 class Curve:
     """One line of a panel, with an optional 95 % band; a ``baseline`` is drawn dashed, above the models, so
     that one lying under a model's curve stays visible.  ``continuous=False``: x takes a few measured values
-    (depths, layers, pool sizes): markers, joined only between measured points."""
+    (depths, layers, pool sizes): markers, joined only between measured points.  Curves of one ``color_key``
+    share a colour (a model and its baseline at one setting); by default each label has its own."""
 
     label: str
     x: Sequence[float]
@@ -110,6 +111,12 @@ class Curve:
     baseline: bool = False
     continuous: bool = True
     seeds: int | None = None
+    color_key: str | None = None
+
+    @property
+    def color(self) -> str:
+        """The key this curve's colour is chosen by: its ``color_key``, else its label."""
+        return self.color_key or self.label
 
 
 def seed_curve(label: str, x: Sequence[float], per_seed: Sequence[Sequence[float]], **options) -> Curve:
@@ -202,9 +209,9 @@ def draw_figure(stem, panels: Sequence[Panel], caption: str) -> list[Path]:
 
 
 def colors_by_label(panels: Sequence[Panel]) -> dict[str, tuple]:
-    """One palette colour per curve and target label of a figure, in order of first appearance over its panels,
-    so that a predictor keeps its colour from panel to panel."""
-    labels = dict.fromkeys([curve.label for panel in panels for curve in panel.curves]
+    """One palette colour per curve colour key and target label of a figure, in order of first appearance over its
+    panels, so that a predictor keeps its colour from panel to panel."""
+    labels = dict.fromkeys([curve.color for panel in panels for curve in panel.curves]
                            + [target.label for panel in panels for target in panel.targets])
     return dict(zip(labels, _palette(len(labels))))
 
@@ -214,7 +221,7 @@ def _draw_panel(axes, panel: Panel, colors: Mapping[str, tuple]) -> None:
         _draw_heatmap(axes, panel)
         return
     for curve in panel.curves:
-        _draw_curve(axes, curve, colors[curve.label])
+        _draw_curve(axes, curve, colors[curve.color])
     for target in panel.targets:
         _draw_target(axes, target, colors[target.label])
     axes.set_xscale(panel.xscale)

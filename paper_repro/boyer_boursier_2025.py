@@ -239,13 +239,13 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
     steps, curves, lengths = results["steps"], results["curves"], settings.lengths
     risks = Panel("SGD step", "held-out squared error (ŷ − y)²", [
         seed_curve(f"{activation}, L = {length}", steps, [seed[activation] for seed in curves[length]],
-                   baseline=activation == "linear")
+                   baseline=activation == "linear", color_key=f"L = {length}")
         for length in lengths for activation in ACTIVATIONS], title="softmax (solid) and linear (dashed) attention")
     gaps = [seed_values(results["rows"], "relative_loss_gap", run=f"L{length}") for length in lengths]
-    gap = Panel("prompt length L", "max_t |R_soft − R_lin| / (R_lin(0) − R_lin(T))", [
-        seed_curve("relative loss-trajectory gap", list(lengths),
+    gap = Panel("prompt length L", "relative loss-trajectory gap", [
+        seed_curve("softmax against linear", list(lengths),
                    [[values[seed] for values in gaps] for seed in range(len(gaps[0]))], continuous=False)],
-        xscale="log", yscale="log")
+        xscale="log", yscale="log", title="max_t |R_soft − R_lin| / (R_lin(0) − R_lin(T))")
     return [risks, gap]
 
 

@@ -12,6 +12,7 @@ from tqdm import tqdm
 
 from icl_sim.atomic import atomic_path, write_text
 from icl_sim.checks import Check, read_checks
+from icl_sim.run_io import CHECKPOINT_FILE, trained_steps
 
 from .evidence import claim_verdicts, held_claims
 from .runner import CONTROL_FILE, run_reproduction
@@ -124,6 +125,12 @@ def stored_entry(reproduction: Reproduction, run_dir) -> GalleryEntry | None:
     return GalleryEntry(reproduction, read_checks(paths[0]), read_checks(paths[1]), minutes)
 
 
+def checkpointed_steps(run_dir: Path) -> dict[Path, int]:
+    """Each training run under ``run_dir/runs`` and the steps it has checkpointed: a refresh that changes none of
+    them trained nothing (it reused finished runs), so it keeps the minutes of the refresh that trained them."""
+    return {path.parent: trained_steps(path.parent) for path in sorted(run_dir.glob(f"runs/**/{CHECKPOINT_FILE}"))}
+
+
 def refresh_gallery(reproductions: Mapping[str, Reproduction], figures_dir, runs_dir, *,
                     names: Sequence[str] | None = None, device: str = "auto",
                     progress: bool = False) -> dict[str, GalleryEntry]:
@@ -133,11 +140,12 @@ def refresh_gallery(reproductions: Mapping[str, Reproduction], figures_dir, runs
     names = list(reproductions) if names is None else names
     for name in tqdm(names, desc="gallery", disable=not progress):
         reproduction, run_dir = reproductions[name], Path(runs_dir) / f"{name}-quick"
-        start = time.perf_counter()
+        before, start = checkpointed_steps(run_dir), time.perf_counter()
         run_reproduction(reproduction, "quick", run_dir, device=device, progress=progress)
         minutes = (time.perf_counter() - start) / 60
         run_reproduction(reproduction, "quick", run_dir, control="untrained", device=device, progress=progress)
-        write_text(run_dir / MINUTES_FILE, json.dumps({"minutes": minutes}) + "\n")
+        if checkpointed_steps(run_dir) != before or not (run_dir / MINUTES_FILE).exists():
+            write_text(run_dir / MINUTES_FILE, json.dumps({"minutes": minutes}) + "\n")
     entries = {}
     for name, reproduction in reproductions.items():
         entry = stored_entry(reproduction, Path(runs_dir) / f"{name}-quick")

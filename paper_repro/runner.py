@@ -197,5 +197,5 @@ def write_outputs(reproduction: Reproduction, scale: str, settings, results: dic
     """``results.{csv,json}``, ``checks.json`` and ``figure.{png,pdf}`` in ``out_dir``."""
     write_table(results["rows"], out_dir, "results")
     write_checks(checks, out_dir)
-    caption = f"{reproduction.caption} ({reproduction.paper.citation()}; icl-sim, {scale} scale)"
+    caption = f"{reproduction.caption} ({reproduction.paper.citation()}; icl-sim, {scale} scale)."
     draw_figure(out_dir / "figure", reproduction.figure(results, settings), caption)

@@ -3,6 +3,7 @@ seed blocks, the gallery page and the full-scale rehearsal, on a reproduction sm
 import dataclasses
 import json
 import math
+import shutil
 from dataclasses import dataclass
 
 import numpy as np
@@ -287,6 +288,15 @@ def test_a_named_gallery_refresh_reruns_those_and_keeps_the_others_entries(tmp_p
     assert sorted(path.name for path in figures.iterdir()) == ["README.md", "toy-b.pdf", "toy-b.png", "toy.pdf",
                                                                "toy.png"]
 
+
+
+def test_a_gallery_refresh_that_reuses_finished_runs_keeps_the_minutes_of_the_refresh_that_trained_them(tmp_path):
+    figures, runs = tmp_path / "figures", tmp_path / "runs"
+    refresh_gallery({"toy": TOY}, figures, runs, device="cpu")
+    (runs / "toy-quick" / MINUTES_FILE).write_text(json.dumps({"minutes": 12.5}))  # the training refresh's minutes
+    assert refresh_gallery({"toy": TOY}, figures, runs, device="cpu")["toy"].minutes == 12.5  # reused: kept
+    shutil.rmtree(runs / "toy-quick" / "runs" / "lsa" / "seed-0")
+    assert refresh_gallery({"toy": TOY}, figures, runs, device="cpu")["toy"].minutes < 12.5  # trained again: measured
 
 # == rehearsal of the full scale =======================================================================
 

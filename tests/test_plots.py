@@ -73,6 +73,20 @@ def test_a_label_has_one_colour_in_every_panel():
     assert len(set(colours)) == 4
 
 
+def test_curves_of_one_color_key_share_a_colour_and_other_keys_do_not():
+    """A model and its baseline at one setting (one key) are drawn in one colour, solid and dashed."""
+    panel = Panel("step", "risk", [Curve(f"{name}, L = {length}", [0, 1], [1.0, 0.5], baseline=name == "linear",
+                                         color_key=f"L = {length}")
+                                   for length in (10, 100) for name in ("softmax", "linear")])
+    axes = Figure().subplots()
+    _draw_panel(axes, panel, colors_by_label([panel]))
+    lines = {line.get_label(): line for line in axes.get_lines()}
+    assert lines["softmax, L = 10"].get_color() == lines["linear, L = 10"].get_color()
+    assert lines["softmax, L = 100"].get_color() == lines["linear, L = 100"].get_color()
+    assert lines["softmax, L = 10"].get_color() != lines["softmax, L = 100"].get_color()
+    assert lines["linear, L = 10"].get_linestyle() == "--" and lines["softmax, L = 10"].get_linestyle() == "-"
+
+
 def test_integer_x_values_get_integer_ticks_only():
     """Depths 1, 2, 4 are labelled 1, 2, 3, 4, not 1.0, 1.5, ...; fractional x keep fractional ticks."""
     depths = _visible_ticks(Curve("c", [1, 2, 4], [1.0, 2.0, 3.0]), "x")
