@@ -366,7 +366,7 @@ MODEL_VARIANTS = {
     "looped": [dict(n_embd=16, n_head=2, loops=4, loop_window=2, block=block) for block in ("softmax", "linear")],
     "looped-lsa-ln": [dict(loops=3, init_scale=0.3, layer_norm=layer_norm) for layer_norm in (True, False)],
     "complex-lsa": [dict(init_noise=0.1)],  # the paper's start is deterministic: noise makes it seeded
-    "selection-attention": [dict(parameterization=name) for name in ("W", "KQ")],
+    "selection-attention": [dict(parameterization=name) for name in ("W", "KQ")] + [dict(head="relu")],
     "mesa": [dict(layers=2, heads=2, key_size=3, attention=attention) for attention in ("mesa", "linear", "softmax")],
 }
 MODEL_TASKS = {"looped-lsa-ln": ("pca", dict(dim=4, points=7)),

@@ -140,3 +140,42 @@ def test_measure_finds_correlation_one_and_no_unselected_mass_for_a_model_set_to
     margins = margins[torch.arange(3), selected][:, None] - margins
     others = torch.exp(-margins).sum(1) - 1
     assert measured["unselected_mass"] == pytest.approx(float((others / (1 + others)).mean()), rel=1e-9)
+
+
+def test_the_relu_head_is_the_authors_nonlinear_head_over_the_selected_token():
+    """f = 1ᵀ ReLU(Vᵀ Σ_t s_t x_t) with a fixed V of unit Frobenius norm (base_nonlinear.py, mode 'relu')."""
+    torch.manual_seed(4)
+    model = build_model("selection-attention", 5, 7, parameterization="W", head="relu")
+    prompt = TokenSelection(dim=5, tokens=6).sample(4, make_generator(2, "eval"), dtype=torch.float64)
+    tokens, query = prompt.xs[:, :-1].numpy(), prompt.xs[:, -1].numpy()
+    scores = np.einsum("btk,kl,bl->bt", tokens, model.weight.detach().numpy(), query)
+    softmax = np.exp(scores - scores.max(1, keepdims=True))
+    softmax /= softmax.sum(1, keepdims=True)
+    value = model.value.numpy()
+    expected = np.maximum(np.einsum("bt,btk->bk", softmax, tokens) @ value, 0).sum(-1)
+    np.testing.assert_allclose(model.last_prediction(prompt.xs, prompt.ys).detach().numpy(), expected, atol=1e-13)
+    np.testing.assert_allclose(model.token_values(prompt.xs[:, :-1]).numpy(), np.maximum(tokens @ value, 0).sum(-1),
+                               atol=1e-14)
+    assert abs(float(torch.linalg.matrix_norm(model.value)) - 1) < 1e-14
+    assert [name for name, _ in model.named_parameters()] == ["weight"]  # V is fixed, not trained
+
+
+def test_multi_token_measure_finds_a_w_on_the_svm_equivalence_line_exactly():
+    """W = W^fin + 30 W^mm for selected sets O_i of a run's training set (W^fin in the span of the ties): the
+    measure recovers the sets, puts W on the SVM-equivalence line (1 − corr = 0), and the single-token SVM off it."""
+    from icl_sim.theory.max_margin import finite_component
+
+    settings = tarzanagh_2023.SCALES["smoke"]
+    config = dataclasses.replace(tarzanagh_2023.runs(settings)["relu-d4-00"], seed=3, device="cpu")
+    tokens, queries, labels = tarzanagh_2023.training_set(config)
+    assert (labels < 0).any()  # the notebook leaves out a set of all-positive labels
+    mask = torch.tensor([[1, 1, 0, 0], [0, 0, 1, 0], [0, 1, 0, 1]], dtype=torch.bool)
+    spread = torch.softmax(torch.randn(3, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64), -1)
+    finite = finite_component(tokens, queries, spread, mask)
+    model = build_model("selection-attention", 4, 5, parameterization="W", head="relu")
+    with torch.no_grad():
+        model.weight.copy_(finite + 30 * attention_svm(tokens, queries, mask, "fro"))
+    measured = tarzanagh_2023._multi_token_measures(model, config, [])
+    assert measured is not None and measured["multi_token"]
+    assert measured["equivalence"] == pytest.approx(0.0, abs=1e-12)
+    assert measured["single"] > 1e-3

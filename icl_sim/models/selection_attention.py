@@ -7,7 +7,10 @@ last point) the model outputs
 
 with the value map the identity and the head v a fixed unit vector drawn at initialisation (Tarzanagh, Li,
 Thrampoulidis & Oymak, "Transformers as support vector machines", 2023, eq. (1) with cross-attention; their
-umich-sota/TF-as-SVM base.py and notebooks, which fix v and train only the attention).  ``parameterization``
+umich-sota/TF-as-SVM base.py and notebooks, which fix v and train only the attention).  ``head`` "relu" is their
+nonlinear head (Sec. 6; base_nonlinear.py and multi_token_converge.ipynb), f(X, z) = 1ᵀ ReLU(Vᵀ Xᵀ softmax(X W z))
+with a fixed value matrix V of unit Frobenius norm drawn at initialisation: attention may then keep several
+tokens, and W follows the SVM of the selected sets.  ``parameterization``
 "W" trains the d × d matrix W itself; "KQ" trains a key and a query matrix, W = Kᵀ Q (score (Q z)ᵀ (K x_t)), whose
 implicit bias is the nuclear norm instead of the Frobenius one.  Both start as torch's nn.Linear(d, d) does,
 uniform on [−1/√d, 1/√d], as the authors' models.  The parameters are float64, as the authors' runs: the softmax
@@ -28,6 +31,8 @@ from icl_sim.models.prefix_attention import prefix_weights
 from icl_sim.validation import check_choice
 
 PARAMETERIZATIONS = ("W", "KQ")
+#: the prediction heads: vᵀ(selected token), or 1ᵀ ReLU(Vᵀ selected token)
+HEADS = ("linear", "relu")
 
 
 @dataclass(frozen=True)
@@ -36,9 +41,12 @@ class SelectionAttentionConfig:
 
     parameterization: str = field(default="W", metadata={
         "help": "W: train the key-query matrix W; KQ: train K and Q with W = KᵀQ"})
+    head: str = field(default="linear", metadata={
+        "help": "linear: a fixed unit head v; relu: 1ᵀ ReLU(Vᵀ ·) with a fixed V (the authors' nonlinear head)"})
 
     def __post_init__(self):
         check_choice("parameterization", self.parameterization, PARAMETERIZATIONS)
+        check_choice("head", self.head, HEADS)
 
     @property
     def layers(self) -> int:
@@ -47,7 +55,8 @@ class SelectionAttentionConfig:
 
 
 class SelectionAttention(InContextModel):
-    """f = vᵀ Xᵀ softmax(X W z) over a prompt's T tokens X and query z, with a fixed unit head v."""
+    """f = vᵀ Xᵀ softmax(X W z) over a prompt's T tokens X and query z, with a fixed unit head v (or the ReLU
+    head 1ᵀ ReLU(Vᵀ Xᵀ softmax(X W z)))."""
 
     Config = SelectionAttentionConfig
 
@@ -63,8 +72,23 @@ class SelectionAttention(InContextModel):
         names = ("weight",) if config.parameterization == "W" else ("key", "query")
         for name in names:
             setattr(self, name, nn.Parameter(torch.empty(shape, dtype=torch.float64).uniform_(-bound, bound)))
-        head = torch.randn(dim, dtype=torch.float64)
-        self.register_buffer("head", head / torch.linalg.vector_norm(head))
+        if config.head == "linear":
+            head = torch.randn(dim, dtype=torch.float64)
+            self.register_buffer("head", head / torch.linalg.vector_norm(head))
+        else:
+            value = torch.randn(dim, dim, dtype=torch.float64)
+            self.register_buffer("value", value / torch.linalg.matrix_norm(value))
+
+    def token_values(self, tokens: torch.Tensor) -> torch.Tensor:
+        """What the head makes of each token (..., d) alone, (...,): vᵀx, or 1ᵀ ReLU(Vᵀx); for a label y the token
+        attention can best select maximises y times it."""
+        return self._head(tokens.to(self._parameter_dtype()))
+
+    def _head(self, selected: torch.Tensor) -> torch.Tensor:
+        return selected @ self.head if self.config.head == "linear" else torch.relu(selected @ self.value).sum(-1)
+
+    def _parameter_dtype(self) -> torch.dtype:
+        return self.key_query().dtype
 
     def key_query(self) -> torch.Tensor:
         """The combined d × d matrix W (token t scores x_tᵀ W z): the trained W, or Kᵀ Q."""
@@ -72,7 +96,7 @@ class SelectionAttention(InContextModel):
 
     def attention(self, xs: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """Softmax weights (B, P, N) of the queries at ``positions`` (P,) over the points before each."""
-        points = xs.to(self.head)
+        points = xs.to(self._parameter_dtype())
         scores = torch.einsum("btk,kl,bpl->bpt", points, self.key_query(), points[:, positions])
         return prefix_weights(scores, positions)
 
@@ -85,5 +109,5 @@ class SelectionAttention(InContextModel):
 
     def _scores(self, xs: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """vᵀ Σ_t softmax_t x_t at ``positions``, in the prompts' dtype."""
-        selected = torch.einsum("bpt,btk->bpk", self.attention(xs, positions), xs.to(self.head))
-        return (selected @ self.head).to(xs.dtype)
+        selected = torch.einsum("bpt,btk->bpk", self.attention(xs, positions), xs.to(self._parameter_dtype()))
+        return self._head(selected).to(xs.dtype)
