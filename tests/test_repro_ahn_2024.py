@@ -25,13 +25,18 @@ SMOKE = ahn_2024.SCALES["smoke"]
 
 
 def test_runs_are_the_authors_settings():
-    """README learning-rate table (normal/gamma, N = 20: 0.02 both), train.ipynb (SGD momentum 0.9, AdamW β (0.9,
-    0.9), clip 1, var 0.05, 3 layers, 1 head, d 5, B 1 000, 10 000 steps), linear_transformer.py (gamma k = 0.1,
-    scale 10)."""
+    """README learning-rate table (N = 20: normal and gamma 0.02 both; sphere SGDM 5, Adam 0.1), train.ipynb (SGD
+    momentum 0.9, AdamW β (0.9, 0.9), clip 1 (0.1 for sphere), var 0.05, 3 layers, 1 head, d 5, B 1 000, 10 000 steps),
+    linear_transformer.py (gamma k = 0.1, scale 10; sphere: unit-norm covariates)."""
     full = ahn_2024.runs(ahn_2024.SCALES["full"])
-    assert set(full) == {"sgdm-normal", "adam-normal", "sgdm-gamma", "adam-gamma", "adam-trajectory"}
+    assert set(full) == {"sgdm-sphere", "adam-sphere", "sgdm-normal", "adam-normal", "sgdm-gamma", "adam-gamma",
+                         "adam-trajectory"}
+    rates = {"sgdm-sphere": 5.0, "adam-sphere": 0.1}
     for name, config in full.items():
-        assert (config.model, config.lr, config.grad_clip, config.loss_on) == ("lsa", 0.02, 1.0, "last")
+        sphere = name.endswith("sphere")
+        assert (config.model, config.lr, config.grad_clip, config.loss_on) == (
+            "lsa", rates.get(name, 0.02), 0.1 if sphere else 1.0, "last")  # train.ipynb: clip 0.1 for 'sphere'
+
         assert config.model_params == {"layers": 3, "heads": 1, "parameterisation": "sparse", "init_scale": 0.05}
         assert (config.task_params["dim"], config.task_params["points"], config.task_params["noise"]) == (5, 21, 0.0)
         assert config.batch_size == 1000 and config.lr_schedule == "constant" and config.batch_redraw_every == 1
@@ -40,7 +45,8 @@ def test_runs_are_the_authors_settings():
         else:
             assert (config.optimizer, config.betas, config.weight_decay) == ("adam", (0.9, 0.9), 0.0)
         gamma = name.endswith("gamma")
-        assert config.task_params["x_distribution"] == ("gamma-sphere" if gamma else "gaussian")
+        laws = {"sphere": "sphere", "gamma": "gamma-sphere"}
+        assert config.task_params["x_distribution"] == laws.get(name.split("-")[1], "gaussian")
         if gamma:
             assert (config.task_params["x_gamma_shape"], config.task_params["x_gamma_scale"]) == (0.1, 10.0)
     assert full["adam-normal"].steps == 10000 and (full["adam-trajectory"].steps, full["adam-trajectory"].log_every) \
