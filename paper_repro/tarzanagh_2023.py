@@ -44,13 +44,13 @@ Claims, each checked per training seed with every seed required to clear its bou
   runs with a set of several tokens, corr(W, W^SVMeq) − corr(W, W^1token) ≥ 0, every seed.  An untrained layer
   masks no token, so none of its runs is kept and its value is NaN.
 
-Sanity (the convex programs, not training): the rank of the SVM solutions against d for n ∈ {5, 10, 15} at
-T = 5 (their ``svm_rank.ipynb``, tokens selected by the head, the globally optimal ones): the Frobenius
-solution has rank at most n in every instance, as the KKT conditions force (W^mm = Σ_i (Σ_t λ_it (x_iα −
-x_it)) z_iᵀ, n rank-one terms), and the nuclear-norm solution's mean rank is nowhere above the Frobenius one's.  An instance with no
-separating W (small d) is redrawn, as in their notebook, up to 20 times per instance kept; their d = 1 is left
-out (its tokens are ±1, so in almost every prompt another token equals the selected one and no W separates
-them).  Ranks count singular values above 1e-7, their tolerance.
+Sanity (the convex programs, not training): the rank of the SVM solutions against d for n ∈ {5, 10, 15} at T = 5
+and for T ∈ {5, 10, 15} at n = 5 (their ``svm_rank.ipynb``'s two sweeps, tokens selected by the head, the globally
+optimal ones): the Frobenius solution has rank at most n in every instance, as the KKT conditions force (W^mm = Σ_i
+(Σ_t λ_it (x_iα − x_it)) z_iᵀ, n rank-one terms), and the nuclear-norm solution's mean rank is nowhere above the
+Frobenius one's.  An instance with no separating W (small d) is redrawn, as in their notebook, up to 20 times per
+instance kept; their d = 1 is left out (its tokens are ±1, so in almost every prompt another token equals the
+selected one and no W separates them).  Ranks count singular values above 1e-7, their tolerance.
 
 The rank of the trained (K, Q) product and the global-convergence visualisation are not reproduced.
 
@@ -66,7 +66,7 @@ are the firmer test.  The untrained control fails every claim (its differences �
 0.84; no ReLU-head run kept).  With the ReLU head the quick scale takes 1.8 min on both cores.  The rehearsal of the full scale (12 204 runs, 10 200 of them the ReLU head's) passes in 7 min here.
 
 Scales: ``quick`` is the notebook's setting with 10 datasets per seed (30 per parameterisation, the notebook
-100), 10 rank instances per point (theirs 100) and 10 ReLU-head runs per d and seed; ``full`` 34 datasets per seed
+100), 10 rank instances per (n, T, d) (theirs 100) and 10 ReLU-head runs per d and seed; ``full`` 34 datasets per seed
 (102), 100 rank instances and 1 000 ReLU-head runs per d and seed (3 000 per d: the notebook trains until it keeps
 500 per d, and quick keeps about 10 % at d = 4, 6); W is recorded every 100 iterations in the ReLU-head runs, the
 notebook's ``feq``; ``smoke`` a few dimensions and steps for the pipeline, and quick's ReLU-head runs at d = 4 (the
@@ -141,7 +141,7 @@ class Settings:
     log_every: int
     rank_dims: tuple[int, ...]
     rank_prompt_counts: tuple[int, ...]
-    rank_tokens: int
+    rank_token_counts: tuple[int, ...]
     rank_instances: int
     multi_dims: tuple[int, ...]
     multi_datasets: int
@@ -158,17 +158,23 @@ class Settings:
     def multi_task(self, dim: int) -> TokenSelection:
         return TokenSelection(dim=dim, tokens=self.multi_tokens)
 
+    @property
+    def rank_sweeps(self) -> list[tuple[int, int]]:
+        """The (n, T) of svm_rank.ipynb's two sweeps: n at the first T, and T at the first n."""
+        first_n, first_t = self.rank_prompt_counts[0], self.rank_token_counts[0]
+        return [(n, first_t) for n in self.rank_prompt_counts] + [(first_n, t) for t in self.rank_token_counts[1:]]
+
 
 SCALES = {
     "smoke": Settings(dim=4, tokens=4, prompts=3, steps=60, datasets=1, log_every=10, rank_dims=(2, 4),
-                      rank_prompt_counts=(2,), rank_tokens=3, rank_instances=2, multi_dims=(4,), multi_datasets=10,
-                      multi_steps=2000),
+                      rank_prompt_counts=(2,), rank_token_counts=(3,), rank_instances=2, multi_dims=(4,),
+                      multi_datasets=10, multi_steps=2000),
     "quick": Settings(dim=10, tokens=8, prompts=6, steps=2000, datasets=10, log_every=20,
-                      rank_dims=(2, 3, 4, 5, 10, 15, 20), rank_prompt_counts=(5, 10, 15), rank_tokens=5,
-                      rank_instances=10, multi_dims=(4, 6, 8, 10), multi_datasets=10),
+                      rank_dims=(2, 3, 4, 5, 10, 15, 20), rank_prompt_counts=(5, 10, 15),
+                      rank_token_counts=(5, 10, 15), rank_instances=10, multi_dims=(4, 6, 8, 10), multi_datasets=10),
     "full": Settings(dim=10, tokens=8, prompts=6, steps=2000, datasets=34, log_every=10,
-                     rank_dims=(2, 3, 4, 5, 10, 15, 20), rank_prompt_counts=(5, 10, 15), rank_tokens=5,
-                     rank_instances=100, multi_dims=(4, 6, 8, 10), multi_datasets=1000),
+                     rank_dims=(2, 3, 4, 5, 10, 15, 20), rank_prompt_counts=(5, 10, 15),
+                     rank_token_counts=(5, 10, 15), rank_instances=100, multi_dims=(4, 6, 8, 10), multi_datasets=1000),
 }
 
 
@@ -283,12 +289,12 @@ def _multi_token_measures(model, config: TrainConfig, history: list[dict]) -> di
 def _svm_ranks(dim: int, prompts: int, tokens: int, instances: int) -> dict[str, list[float]]:
     """The ranks of both SVMs on ``instances`` random token-selection datasets whose tokens are selected by a
     random head, the globally optimal ones (svm_rank.ipynb); datasets with no separating W are redrawn.  Draw k of
-    (n, d) is item k of the "eval" stream of seed 100 n + d (apart from the held-out streams 1-3)."""
+    (n, T, d) is item k of the "eval" stream of seed 10 000 T + 100 n + d (apart from the held-out streams 1-3)."""
     task, ranks = TokenSelection(dim=dim, tokens=tokens), {"fro": [], "nuc": []}
     for draw in range(REDRAWS * instances):
         if len(ranks["fro"]) == instances:
             break
-        generator = make_generator(100 * prompts + dim, "eval", draw)
+        generator = make_generator(10_000 * tokens + 100 * prompts + dim, "eval", draw)
         prompt = task.sample(prompts, generator, dtype=torch.float64)
         head = torch.randn(dim, generator=generator, dtype=torch.float64)
         selected = ((prompt.xs[:, :-1] @ head) * prompt.ys[:, -1:]).argmax(dim=-1)
@@ -322,11 +328,12 @@ def measure(measurement) -> dict:
             curves.setdefault(parameterization, []).append(
                 {key: np.mean([values["curves"][key] for values in measured], axis=0).tolist()
                  for key in ("probability", "fro", "nuc")})
-    ranks = {(n, dim): _svm_ranks(dim, n, settings.rank_tokens, settings.rank_instances)
-             for n in settings.rank_prompt_counts for dim in settings.rank_dims}
-    for (n, dim), found in ranks.items():
-        rows += [{"run": f"svm-{norm}", "seed": -1, "prompts": n, "dim": dim, "quantity": "mean_rank",
-                  "value": float(np.mean(values)) if values else math.nan} for norm, values in found.items()]
+    ranks = {(n, tokens, dim): _svm_ranks(dim, n, tokens, settings.rank_instances)
+             for n, tokens in settings.rank_sweeps for dim in settings.rank_dims}
+    for (n, tokens, dim), found in ranks.items():
+        rows += [{"run": f"svm-{norm}", "seed": -1, "prompts": n, "tokens": tokens, "dim": dim,
+                  "quantity": "mean_rank", "value": float(np.mean(values)) if values else math.nan}
+                 for norm, values in found.items()]
     multi_rows, multi_curves = _multi_token_results(measurement)
     steps, multi_steps = ([record["step"] for record in measurement.histories[name][0]]
                           for name in (run_name("W", 0), multi_run_name(settings.multi_dims[0], 0)))
@@ -396,11 +403,11 @@ def checks(results: dict, settings: Settings) -> list[Check]:
 def _rank_checks(results: dict, settings: Settings) -> list[Check]:
     """The rank sweep: the Frobenius solution's rank ≤ n (KKT), and the nuclear norm's lower mean rank."""
     ranks = results["ranks"]
-    excess = max((rank - n for (n, _), found in ranks.items() for rank in found["fro"]), default=math.nan)
+    excess = max((rank - n for (n, _, _), found in ranks.items() for rank in found["fro"]), default=math.nan)
     gaps = [np.mean(found["fro"]) - np.mean(found["nuc"]) for found in ranks.values() if found["fro"]]
     return [Check("rank sweep: largest rank(W^mm) − n over every instance", 0.0, float(excess), 0.0, "at_most", 0.0,
                   "KKT of Att-SVM: W^mm = Σ_i (Σ_t λ_it (x_iα − x_it)) z_iᵀ has rank ≤ n"),
-            Check("rank sweep: smallest mean rank(W^mm) − mean rank(W^mm_⋆) over (n, d)", 0.0,
+            Check("rank sweep: smallest mean rank(W^mm) − mean rank(W^mm_⋆) over (n, T, d)", 0.0,
                   float(min(gaps, default=math.nan)), 0.0, "at_least", 0.0,
                   "Tarzanagh et al. 2023, svm_rank.ipynb: the nuclear-norm solution has the lower rank")]
 
@@ -418,21 +425,34 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
         seed_curve(f"{labels[p]} with W^mm (Frobenius)", steps, [seed["fro"] for seed in curves[p]]),
         seed_curve(f"{labels[p]} with W^mm_⋆ (nuclear)", steps, [seed["nuc"] for seed in curves[p]])],
         title=f"trained {labels[p]}", ylim=(0.0, 1.05)) for p in NORMS]
-    rank_curves = []
-    for n in settings.rank_prompt_counts:
-        found = [results["ranks"][n, dim] for dim in settings.rank_dims]
-        rank_curves += [Curve(f"n = {n}", list(settings.rank_dims),
-                              [float(np.mean(r[norm])) if r[norm] else math.nan for r in found],
-                              baseline=norm == "nuc", continuous=False) for norm in ("fro", "nuc")]
-    ranks = Panel(f"dimension d (T = {settings.rank_tokens}; mean over instances)", "rank of the SVM solution",
-                  rank_curves, title="W^mm solid, W^mm_⋆ dashed")
+    first_n, first_t = settings.rank_prompt_counts[0], settings.rank_token_counts[0]
+    ranks = [_rank_panel(results["ranks"], settings, [(n, first_t) for n in settings.rank_prompt_counts], "n",
+                         f"T = {first_t}")]
+    if len(settings.rank_token_counts) > 1:
+        ranks.append(_rank_panel(results["ranks"], settings, [(first_n, t) for t in settings.rank_token_counts], "T",
+                                 f"n = {first_n}"))
     multi = Panel("iteration", "1 − correlation coefficient", [
         seed_curve(label, results["multi_steps"], [seed[name] for seed in results["multi_curves"]],
                    baseline=name == "single")
         for name, label in REFERENCES.items()],
         title=f"ReLU head, W (n = {settings.multi_prompt_count}, T = {settings.multi_tokens}; kept runs, all d)",
         yscale="log")
-    return [probability, *correlations, ranks, multi]
+    return [probability, *correlations, *ranks, multi]
+
+
+def _rank_panel(ranks: dict, settings: Settings, sweep: list[tuple[int, int]], varied: str, fixed: str) -> Panel:
+    """svm_rank.ipynb's figure: the mean rank of W^mm (solid) and W^mm_⋆ (dashed) against d for each (n, T) of
+    ``sweep``, one colour per value of the ``varied`` size."""
+    curves = []
+    for n, tokens in sweep:
+        key = f"{varied} = {n if varied == 'n' else tokens}"
+        found = [ranks[n, tokens, dim] for dim in settings.rank_dims]
+        curves += [Curve(f"{label}, {key}", list(settings.rank_dims),
+                         [float(np.mean(r[norm])) if r[norm] else math.nan for r in found],
+                         baseline=norm == "nuc", continuous=False, color_key=key)
+                   for norm, label in (("fro", "W^mm"), ("nuc", "W^mm_⋆"))]
+    return Panel(f"dimension d ({fixed}; mean over instances)", "rank of the SVM solution", curves,
+                 title="W^mm solid, W^mm_⋆ dashed")
 
 
 REPRODUCTION = Reproduction(
