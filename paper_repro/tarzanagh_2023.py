@@ -63,7 +63,9 @@ stays at a finite norm, 5-18 after 2000 steps), 3, 3, 3 runs with a multi-token 
 100-102): corr(W, W^SVMeq) − corr(W, W^1token) is 0.093, 0.135, 0.146 (0.261, 0.265, 0.166), 1 − corr(W, W^SVMeq)
 0.002-0.06 against 0.05-0.39 for the single-token SVM, held; few runs per seed, so the full scale's 3 000 per d
 are the firmer test.  The untrained control fails every claim (its differences −0.55 and below, its unselected mass
-0.84; no ReLU-head run kept).  With the ReLU head the quick scale takes 1.8 min on both cores.  The rehearsal of the full scale (12 204 runs, 10 200 of them the ReLU head's) passes in 7 min here.
+0.84; no ReLU-head run kept).  With the ReLU head and both rank sweeps the quick scale takes 1.9 min wall on both
+cores (2.0 CPU min).  The rehearsal of the full scale (12 204 runs, 12 000 of them the ReLU head's) passes in 11 min
+here.
 
 Scales: ``quick`` is the notebook's setting with 10 datasets per seed (30 per parameterisation, the notebook
 100), 10 rank instances per (n, T, d) (theirs 100) and 10 ReLU-head runs per d and seed; ``full`` 34 datasets per seed
