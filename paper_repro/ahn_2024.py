@@ -7,7 +7,8 @@ smoothness that grows with the gradient norm.
 Setting (their chengxiang/LinearTransformer: ``linear_transformer.py``, ``train.ipynb`` and the README's
 learning-rate table): d = 5, N = 20 context points and a query (``linear-regression`` with 21 points, w ~ N(0, I),
 no label noise), covariates uniform on the unit sphere ('sphere'), x ~ N(0, I) ('normal') or a uniform direction
-scaled by √G, G ~ Gamma(0.1, 10) ('gamma', ``x_distribution="gamma-sphere"``): light to heavy tails; their ``Transformer_F`` with 3 layers, 1 head (``lsa`` with
+scaled by √G, G ~ Gamma(0.1, 10) ('gamma', ``x_distribution="gamma-sphere"``): light to heavy tails; their
+``Transformer_F`` with 3 layers, 1 head (``lsa`` with
 ``parameterisation="sparse"``: tests/test_lsa_ahn_parameterisation.py holds it equal to their forward pass),
 init N(0, 0.05²); the loss (ŷ_q − y_q)² at the query, a fresh batch every step; SGDM (torch's SGD, momentum 0.9)
 and Adam (β = (0.9, 0.9)) at the README's learning rates, 0.02 for both on 'normal' and 'gamma', 5 (SGDM) and 0.1
@@ -377,9 +378,9 @@ REPRODUCTION = Reproduction(
             "ahead of SGDM, heavy-tailed gradient noise, SGDM's trajectory worse conditioned than Adam's, smoothness "
             "growing with the gradient norm.",
     caption="The notebooks' figures: test loss of SGDM and Adam for sphere (lr 5 and 0.1, clipped at 0.1), normal "
-            "and gamma (lr 0.02, clipped at 1) covariates, R_med^OPT along the normal trajectories, the tail of the stochastic-gradient noise "
-            "norms (a power law is a line), and log smoothness against log gradient norm along Adam's first steps "
-            "(d = 5, N = 20, 3 layers)",
+            "and gamma (lr 0.02, clipped at 1) covariates, R_med^OPT along the normal trajectories, the tail of the "
+            "stochastic-gradient noise norms (a power law is a line), and log smoothness against log gradient norm "
+            "along Adam's first steps (d = 5, N = 20, 3 layers)",
     claims=CLAIMS,
     scales=SCALES,
     runs=runs,

@@ -161,10 +161,11 @@ class Settings:
         return TokenSelection(dim=dim, tokens=self.multi_tokens)
 
     @property
-    def rank_sweeps(self) -> list[tuple[int, int]]:
-        """The (n, T) of svm_rank.ipynb's two sweeps: n at the first T, and T at the first n."""
+    def rank_sweeps(self) -> dict[str, list[tuple[int, int]]]:
+        """svm_rank.ipynb's two sweeps of (n, T), by the size they vary: n at the first T, and T at the first n."""
         first_n, first_t = self.rank_prompt_counts[0], self.rank_token_counts[0]
-        return [(n, first_t) for n in self.rank_prompt_counts] + [(first_n, t) for t in self.rank_token_counts[1:]]
+        return {"n": [(n, first_t) for n in self.rank_prompt_counts],
+                "T": [(first_n, t) for t in self.rank_token_counts]}
 
 
 SCALES = {
@@ -190,13 +191,15 @@ def multi_run_name(dim: int, dataset: int) -> str:
 
 def _config(task: TokenSelection, prompts: int, settings: Settings, parameterization: str, dataset: int,
             head: str = "linear", steps: int | None = None, log_every: int | None = None) -> TrainConfig:
-    """Normalised GD on one fixed training set of ``prompts`` prompts, as the notebooks train."""
+    """Normalised GD on one fixed training set of ``prompts`` prompts, as the notebooks train (``steps`` and
+    ``log_every`` default to the scale's)."""
+    steps = steps or settings.steps
     return TrainConfig(
         task=task.name, task_params=dataclasses.asdict(task), model="selection-attention",
-        model_params={"parameterization": parameterization, "head": head}, steps=steps or settings.steps,
-        batch_size=prompts, batch_redraw_every=steps or settings.steps, optimizer="normalized-gd", lr=settings.lr,
+        model_params={"parameterization": parameterization, "head": head}, steps=steps, batch_size=prompts,
+        batch_redraw_every=steps, optimizer="normalized-gd", lr=settings.lr,
         weight_decay=KQ_PENALTY if parameterization == "KQ" else 0.0, seed=DATASET_STRIDE * dataset,
-        log_every=log_every or settings.log_every, checkpoint_every=settings.steps)
+        log_every=log_every or settings.log_every, checkpoint_every=steps)
 
 
 def runs(settings: Settings) -> dict[str, TrainConfig]:
@@ -330,11 +333,12 @@ def measure(measurement) -> dict:
             curves.setdefault(parameterization, []).append(
                 {key: np.mean([values["curves"][key] for values in measured], axis=0).tolist()
                  for key in ("probability", "fro", "nuc")})
+    sizes = dict.fromkeys(pair for sweep in settings.rank_sweeps.values() for pair in sweep)  # (n0, T0) once
     ranks = {(n, tokens, dim): _svm_ranks(dim, n, tokens, settings.rank_instances)
-             for n, tokens in settings.rank_sweeps for dim in settings.rank_dims}
+             for n, tokens in sizes for dim in settings.rank_dims}
     for (n, tokens, dim), found in ranks.items():
         rows += [{"run": f"svm-{norm}", "seed": -1, "prompts": n, "tokens": tokens, "dim": dim,
-                  "quantity": "mean_rank", "value": float(np.mean(values)) if values else math.nan}
+                  "quantity": "mean_rank", "value": _mean(values)}
                  for norm, values in found.items()]
     multi_rows, multi_curves = _multi_token_results(measurement)
     steps, multi_steps = ([record["step"] for record in measurement.histories[name][0]]
@@ -360,18 +364,21 @@ def _multi_token_results(measurement) -> tuple[list[dict], list[dict]]:
             rows += [{"run": f"relu-d{dim}", "seed": seed, "quantity": "kept_fraction",
                       "value": len(kept) / len(found)},
                      {"run": f"relu-d{dim}", "seed": seed, "quantity": "multi_token_fraction",
-                      "value": float(np.mean([values["multi_token"] for values in kept])) if kept else math.nan}]
+                      "value": _mean([values["multi_token"] for values in kept])}]
             rows += [{"run": f"relu-d{dim}", "seed": seed, "quantity": f"{name}_gap",
-                      "value": float(np.mean([values[name] for values in kept])) if kept else math.nan}
-                     for name in REFERENCES]
+                      "value": _mean([values[name] for values in kept])} for name in REFERENCES]
         contrasts = [values["single"] - values["equivalence"] for values in pooled if values["multi_token"]]
-        rows += [{"run": "relu", "seed": seed, "quantity": "nearer_than_single",
-                  "value": float(np.mean(contrasts)) if contrasts else math.nan},
+        rows += [{"run": "relu", "seed": seed, "quantity": "nearer_than_single", "value": _mean(contrasts)},
                  {"run": "relu", "seed": seed, "quantity": "multi_token_runs", "value": float(len(contrasts))}]
         length = len(measurement.histories[multi_run_name(settings.multi_dims[0], 0)][seed]) or 1
         curves.append({name: np.mean([values["curves"][name] for values in pooled], axis=0).tolist() if pooled
                        else [math.nan] * length for name in REFERENCES})
     return rows, curves
+
+
+def _mean(values: list) -> float:
+    """The mean of ``values``; NaN for none (no run kept)."""
+    return float(np.mean(values)) if values else math.nan
 
 
 def checks(results: dict, settings: Settings) -> list[Check]:
@@ -427,12 +434,8 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
         seed_curve(f"{labels[p]} with W^mm (Frobenius)", steps, [seed["fro"] for seed in curves[p]]),
         seed_curve(f"{labels[p]} with W^mm_⋆ (nuclear)", steps, [seed["nuc"] for seed in curves[p]])],
         title=f"trained {labels[p]}", ylim=(0.0, 1.05)) for p in NORMS]
-    first_n, first_t = settings.rank_prompt_counts[0], settings.rank_token_counts[0]
-    ranks = [_rank_panel(results["ranks"], settings, [(n, first_t) for n in settings.rank_prompt_counts], "n",
-                         f"T = {first_t}")]
-    if len(settings.rank_token_counts) > 1:
-        ranks.append(_rank_panel(results["ranks"], settings, [(first_n, t) for t in settings.rank_token_counts], "T",
-                                 f"n = {first_n}"))
+    ranks = [_rank_panel(results["ranks"], settings, sweep, varied)
+             for varied, sweep in settings.rank_sweeps.items() if varied == "n" or len(sweep) > 1]
     multi = Panel("iteration", "1 − correlation coefficient", [
         seed_curve(label, results["multi_steps"], [seed[name] for seed in results["multi_curves"]],
                    baseline=name == "single")
@@ -442,15 +445,16 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
     return [probability, *correlations, *ranks, multi]
 
 
-def _rank_panel(ranks: dict, settings: Settings, sweep: list[tuple[int, int]], varied: str, fixed: str) -> Panel:
+def _rank_panel(ranks: dict, settings: Settings, sweep: list[tuple[int, int]], varied: str) -> Panel:
     """svm_rank.ipynb's figure: the mean rank of W^mm (solid) and W^mm_⋆ (dashed) against d for each (n, T) of
-    ``sweep``, one colour per value of the ``varied`` size."""
+    ``sweep``, one colour per value of the ``varied`` size ("n" or "T")."""
+    fixed = f"T = {sweep[0][1]}" if varied == "n" else f"n = {sweep[0][0]}"
     curves = []
     for n, tokens in sweep:
         key = f"{varied} = {n if varied == 'n' else tokens}"
         found = [ranks[n, tokens, dim] for dim in settings.rank_dims]
         curves += [Curve(f"{label}, {key}", list(settings.rank_dims),
-                         [float(np.mean(r[norm])) if r[norm] else math.nan for r in found],
+                         [_mean(r[norm]) for r in found],
                          baseline=norm == "nuc", continuous=False, color_key=key)
                    for norm, label in (("fro", "W^mm"), ("nuc", "W^mm_⋆"))]
     return Panel(f"dimension d ({fixed}; mean over instances)", "rank of the SVM solution", curves,

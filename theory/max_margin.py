@@ -41,7 +41,7 @@ def attention_svm(tokens: torch.Tensor, queries: torch.Tensor, selected: torch.T
         raise ValueError(f"norm must be one of {', '.join(SVM_NORMS)}; got {norm!r}")
     tokens, queries, mask = _prompts(tokens, queries, selected)
     dim = tokens.shape[-1]
-    margin_rows, tie_rows = _constraint_rows(tokens, queries, mask)
+    margin_rows, tie_rows = (_constraint_rows(tokens, queries, pairs) for pairs in _constraint_pairs(mask))
 
     import cvxpy as cp
 
@@ -62,16 +62,13 @@ def finite_component(tokens: torch.Tensor, queries: torch.Tensor, probabilities:
     probabilities = float64_tensor("probabilities", probabilities, 2).cpu()
     if probabilities.shape != mask.shape or not bool((probabilities[mask] > 0).all()):
         raise ValueError(f"probabilities must be positive at the selected tokens, shape {tuple(mask.shape)}")
-    _, tie_rows = _constraint_rows(tokens, queries, mask)
+    _, ties = _constraint_pairs(mask)
     dim = tokens.shape[-1]
-    if not len(tie_rows):
+    if not ties:
         return torch.zeros(dim, dim, dtype=torch.float64)
     logs = probabilities.log()
-    first = mask.double().argmax(dim=-1)
-    later = mask.clone()
-    later[torch.arange(len(mask)), first] = False
-    targets = (logs - logs[torch.arange(len(mask)), first][:, None])[later]
-    return (torch.linalg.pinv(tie_rows) @ targets).reshape(dim, dim)
+    targets = torch.stack([logs[prompt, upper] - logs[prompt, lower] for prompt, upper, lower in ties])
+    return (torch.linalg.pinv(_constraint_rows(tokens, queries, ties)) @ targets).reshape(dim, dim)
 
 
 def svm_equivalence(weights: torch.Tensor, direction: torch.Tensor, finite: torch.Tensor) -> torch.Tensor:
@@ -106,22 +103,24 @@ def _prompts(tokens: torch.Tensor, queries: torch.Tensor, selected: torch.Tensor
     return tokens, queries, mask
 
 
-def _constraint_rows(tokens: torch.Tensor, queries: torch.Tensor, mask: torch.Tensor):
-    """The rows of vec(W)'s constraints, (x_τ − x_t)ᵀ W z = ⟨W, (x_τ − x_t) zᵀ⟩: one margin row per (prompt,
-    selected τ, unselected t), one tie row per (prompt, selected τ after the set's first) against that first."""
-    dim = tokens.shape[-1]
-
-    def rows(prompt: int, upper: int, lower: int) -> torch.Tensor:
-        return torch.outer(tokens[prompt, upper] - tokens[prompt, lower], queries[prompt]).flatten()
-
-    margin, tie = [], []
+def _constraint_pairs(mask: torch.Tensor) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
+    """The (prompt, τ, t) of each constraint (x_τ − x_t)ᵀ W z: margins from every selected τ to every unselected t,
+    and ties of every selected τ after its set's first to that first."""
+    margins, ties = [], []
     for prompt, chosen in enumerate(mask):
-        members = chosen.nonzero().flatten().tolist()
-        margin += [rows(prompt, member, other) for member in members
-                   for other in (~chosen).nonzero().flatten().tolist()]
-        tie += [rows(prompt, member, members[0]) for member in members[1:]]
-    empty = torch.zeros(0, dim * dim, dtype=torch.float64)
-    return torch.stack(margin) if margin else empty, torch.stack(tie) if tie else empty
+        members, others = chosen.nonzero().flatten().tolist(), (~chosen).nonzero().flatten().tolist()
+        margins += [(prompt, member, other) for member in members for other in others]
+        ties += [(prompt, member, members[0]) for member in members[1:]]
+    return margins, ties
+
+
+def _constraint_rows(tokens: torch.Tensor, queries: torch.Tensor,
+                     pairs: list[tuple[int, int, int]]) -> torch.Tensor:
+    """vec((x_τ − x_t) zᵀ) for each (prompt, τ, t) of ``pairs``: (x_τ − x_t)ᵀ W z = ⟨W, (x_τ − x_t) zᵀ⟩."""
+    if not pairs:
+        return torch.zeros(0, tokens.shape[-1] ** 2, dtype=torch.float64)
+    prompt, upper, lower = (torch.tensor(index) for index in zip(*pairs))
+    return torch.einsum("ra,rb->rab", tokens[prompt, upper] - tokens[prompt, lower], queries[prompt]).flatten(1)
 
 
 def max_margin_classifier(xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:

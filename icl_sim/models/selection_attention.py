@@ -82,13 +82,15 @@ class SelectionAttention(InContextModel):
     def token_values(self, tokens: torch.Tensor) -> torch.Tensor:
         """What the head makes of each token (..., d) alone, (...,): vᵀx, or 1ᵀ ReLU(Vᵀx); for a label y the token
         attention can best select maximises y times it."""
-        return self._head(tokens.to(self._parameter_dtype()))
+        return self._head(tokens.to(self._fixed_head))
+
+    @property
+    def _fixed_head(self) -> torch.Tensor:
+        """The head's fixed buffer, v or V: inputs are brought to its dtype (float64) and device."""
+        return self.head if self.config.head == "linear" else self.value
 
     def _head(self, selected: torch.Tensor) -> torch.Tensor:
         return selected @ self.head if self.config.head == "linear" else torch.relu(selected @ self.value).sum(-1)
-
-    def _parameter_dtype(self) -> torch.dtype:
-        return self.key_query().dtype
 
     def key_query(self) -> torch.Tensor:
         """The combined d × d matrix W (token t scores x_tᵀ W z): the trained W, or Kᵀ Q."""
@@ -96,7 +98,7 @@ class SelectionAttention(InContextModel):
 
     def attention(self, xs: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """Softmax weights (B, P, N) of the queries at ``positions`` (P,) over the points before each."""
-        points = xs.to(self._parameter_dtype())
+        points = xs.to(self._fixed_head)
         scores = torch.einsum("btk,kl,bpl->bpt", points, self.key_query(), points[:, positions])
         return prefix_weights(scores, positions)
 
@@ -109,5 +111,5 @@ class SelectionAttention(InContextModel):
 
     def _scores(self, xs: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """vᵀ Σ_t softmax_t x_t at ``positions``, in the prompts' dtype."""
-        selected = torch.einsum("bpt,btk->bpk", self.attention(xs, positions), xs.to(self._parameter_dtype()))
+        selected = torch.einsum("bpt,btk->bpk", self.attention(xs, positions), xs.to(self._fixed_head))
         return self._head(selected).to(xs.dtype)
