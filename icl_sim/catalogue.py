@@ -57,12 +57,12 @@ def repro_listing(reproductions) -> list[str]:
     lines = []
     for name, reproduction in reproductions.items():
         paper = reproduction.paper
+        long = f", long ≈ {reproduction.long_minutes:g} min" if reproduction.long_minutes is not None else ""
         lines.append(f"{name}  {paper.authors.split(',')[0]} et al., {paper.venue} "
-                     f"(quick scale ≈ {reproduction.quick_minutes:g} min)")
+                     f"(quick scale ≈ {reproduction.quick_minutes:g} min{long})")
         lines.append(f"    {reproduction.summary}")
         for claim in reproduction.claims:
-            needs = f" (needs the {claim.needs} scale)" if claim.needs else ""
-            lines.append(f"    claim {claim.id}: {claim.statement} [{claim.source}]{needs}")
+            lines.append(f"    claim {claim.id} (decided at {claim.decided_at}): {claim.statement} [{claim.source}]")
     return lines
 
 

@@ -15,11 +15,16 @@ deterministic or trained quantity.
 A reproduction's check has a ``kind``.  A ``sanity`` check tests the library's own baseline,
 algorithm, construction or closed form: one number.  A ``claim`` check (:func:`claim_check`)
 measures trained models against one of the paper's claims (``claim``, its id) and holds one
-value per training seed (``per_seed``); ``measured`` is their mean.  It passes when the 95 %
-Student-t interval of that mean lies wholly on the required side (inside the band, for
-``close``), or, for an ``every_seed`` claim ("in every run"), when each seed's value does; with
-a single seed there is no interval and the one value decides.  A claim that CPU minutes cannot
-show is ``deferred`` below full scale: measured and reported, neither held nor failed.
+value per training seed (``per_seed``); ``measured`` is their mean.  Its ``outcome`` is ``held``
+when the 95 % Student-t interval of that mean lies wholly on the required side (inside the band,
+for ``close``), ``failed`` when it lies wholly on the wrong side, and ``inconclusive`` when it
+straddles the bound; an ``every_seed`` claim ("in every run") is held when each seed's value is on
+the required side and failed when one is not, and with a single seed the one value decides.  A
+non-finite value fails: a trained model whose quantity cannot be computed has not shown the claim.
+For an untrained control that failure is ``vacuous`` (no finite value on the wrong side).  Below
+the scale that decides its claim (``decided_at``) a check is ``deferred``: measured and reported,
+neither held, failed nor inconclusive.  ``convergence`` holds, per training run the claim rests on,
+the relative decrease of its smoothed loss over its last fifth (:mod:`icl_sim.convergence`).
 """
 from __future__ import annotations
 
@@ -28,15 +33,18 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import torch
 from scipy import stats
 
 from icl_sim.atomic import write_text
+from icl_sim.convergence import converged
 from icl_sim.validation import check_choice
 
 RELATIONS = ("close", "at_most", "at_least")
+#: what a claim check's values show at the scale that decides its claim
+OUTCOMES = ("held", "failed", "inconclusive")
 KINDS = ("claim", "sanity")
 #: the confidence level of a claim check's interval over seeds
 CONFIDENCE = 0.95
@@ -59,15 +67,20 @@ class Check:
     per_seed: tuple[float, ...] = ()
     every_seed: bool = False
     deferred: bool = False
+    decided_at: str | None = None
+    convergence: Mapping[str, float] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         check_choice("relation", self.relation, RELATIONS)
         check_choice("kind", self.kind, KINDS)
         if self.kind == "claim" and not (self.claim and self.per_seed):
             raise ValueError(f"claim check {self.quantity!r} must name its claim and hold one value per seed")
-        if self.kind == "sanity" and (self.claim is not None or self.per_seed or self.every_seed or self.deferred):
-            raise ValueError(f"sanity check {self.quantity!r} takes no claim, per_seed, every_seed or deferred")
+        if self.kind == "sanity" and (self.claim is not None or self.per_seed or self.every_seed or self.deferred
+                                      or self.decided_at is not None or self.convergence):
+            raise ValueError(f"sanity check {self.quantity!r} takes no claim, per_seed, every_seed, deferred, "
+                             f"decided_at or convergence")
         object.__setattr__(self, "per_seed", tuple(float(value) for value in self.per_seed))
+        object.__setattr__(self, "convergence", {run: float(value) for run, value in self.convergence.items()})
 
     @property
     def ci(self) -> tuple[float, float] | None:
@@ -80,12 +93,24 @@ class Check:
         return self.measured - half, self.measured + half
 
     @property
+    def outcome(self) -> str:
+        """``held``, ``failed`` or ``inconclusive`` by the values alone, deferral aside (a sanity check: held or
+        failed)."""
+        if self.every_seed:
+            return "held" if all(self.holds_for(value) for value in self.per_seed) else "failed"
+        low, high = self.ci or (self.measured, self.measured)
+        return self._side(low, high)
+
+    @property
     def passed(self) -> bool:
         """Whether the measurement meets the criterion (a deferred claim's too: see ``verdict``)."""
-        if self.every_seed:
-            return all(self.holds_for(value) for value in self.per_seed)
-        low, high = self.ci or (self.measured, self.measured)
-        return self._meets(low, high)
+        return self.outcome == "held"
+
+    @property
+    def vacuous(self) -> bool:
+        """Whether a claim check holds a non-finite value (NaN, ±∞: a 0/0, a mean over nothing): a failure by it
+        shows nothing on the wrong side of the bound."""
+        return not all(math.isfinite(value) for value in (*self.per_seed, self.measured))
 
     @property
     def seeds_held(self) -> int:
@@ -93,25 +118,37 @@ class Check:
         return sum(self.holds_for(value) for value in self.per_seed)
 
     @property
+    def models_converged(self) -> tuple[int, int]:
+        """(k, K): of the K training runs behind this claim check, the k whose loss stopped falling."""
+        return sum(converged(value) for value in self.convergence.values()), len(self.convergence)
+
+    @property
     def verdict(self) -> str:
-        """``held``, ``failed`` or ``deferred`` for a claim check; ``passed`` or ``failed`` for a sanity check."""
+        """``held``, ``failed``, ``inconclusive`` or ``deferred`` for a claim check; ``passed`` or ``failed`` for a
+        sanity check."""
         if self.kind == "sanity":
             return "passed" if self.passed else "failed"
-        return "deferred" if self.deferred else "held" if self.passed else "failed"
+        return "deferred" if self.deferred else self.outcome
 
     def holds_for(self, value: float) -> bool:
         """Whether one value (one seed's) meets the criterion by itself."""
-        return self._meets(value, value)
+        return self._side(value, value) == "held"
 
-    def _meets(self, low: float, high: float) -> bool:
-        """Whether every value in [low, high] meets the relation."""
+    def _side(self, low: float, high: float) -> str:
+        """Where [low, high] lies against the required region: wholly in it (held), wholly outside (failed, as is a
+        non-finite end) or across its edge (inconclusive)."""
         if not (math.isfinite(low) and math.isfinite(high)):
-            return False
+            return "failed"
         if self.relation == "close":
-            return self.expected - self.tolerance <= low and high <= self.expected + self.tolerance
+            floor, ceiling = self.expected - self.tolerance, self.expected + self.tolerance
+            if floor <= low and high <= ceiling:
+                return "held"
+            return "failed" if high < floor or low > ceiling else "inconclusive"
         if self.relation == "at_most":
-            return high + self.tolerance <= self.expected
-        return low - self.tolerance >= self.expected
+            bound = self.expected - self.tolerance
+            return "held" if high <= bound else "failed" if low > bound else "inconclusive"
+        bound = self.expected + self.tolerance
+        return "held" if low >= bound else "failed" if high < bound else "inconclusive"
 
     def requirement(self) -> str:
         """What the check requires, as a person would write it: ``≤ 0.05``, ``0.5 ± 0.01``."""
@@ -134,16 +171,21 @@ class Check:
         values = ", ".join(f"{value:.4g}" for value in self.per_seed)
         interval = f", 95 % CI [{self.ci[0]:.4g}, {self.ci[1]:.4g}]" if self.ci else ""
         rule = " (every seed required)" if self.every_seed else ""
-        return (f"[{self.verdict.upper()}] claim {self.claim}, {self.quantity}: mean {self.measured:.6g} over "
+        scale = f" (decided at {self.decided_at})" if self.deferred and self.decided_at else ""
+        runs = self.models_converged
+        convergence = f"; models converged {runs[0]} of {runs[1]}" if runs[1] else ""
+        return (f"[{self.verdict.upper()}] claim {self.claim}{scale}, {self.quantity}: mean {self.measured:.6g} over "
                 f"{count} seed{'s' if count > 1 else ''} ({values}){interval}, held in {self.seeds_held} of "
-                f"{count}{rule}; {target}{source}")
+                f"{count}{rule}; {target}{convergence}{source}")
 
     def as_dict(self) -> dict:
-        """Every field, the verdict, and for a claim check its mean, interval and seeds held (``checks.json``)."""
+        """Every field, the verdict, and for a claim check its mean, interval, seeds held, models converged and
+        whether it is vacuous (``checks.json``, ``control.json``)."""
         ci = self.ci
         return {**dataclasses.asdict(self), "per_seed": list(self.per_seed), "passed": self.passed,
-                "verdict": self.verdict, "mean": self.measured, "ci": list(ci) if ci else None,
-                "seeds_held": self.seeds_held}
+                "verdict": self.verdict, "outcome": self.outcome, "mean": self.measured,
+                "ci": list(ci) if ci else None, "seeds_held": self.seeds_held,
+                "models_converged": list(self.models_converged), "vacuous": self.kind == "claim" and self.vacuous}
 
 
 def claim_check(claim: str, quantity: str, expected: float, per_seed: Sequence[float], *, relation: str = "close",
@@ -195,6 +237,11 @@ def write_checks(checks: Sequence[Check], out_dir, name: str = "checks.json") ->
 
 def read_checks(path) -> list[Check]:
     """The checks :func:`write_checks` wrote to ``path`` (its derived fields, verdict and interval, recomputed)."""
+    return checks_from_dicts(json.loads(Path(path).read_text()))
+
+
+def checks_from_dicts(rows: Sequence[dict]) -> list[Check]:
+    """The checks whose :meth:`Check.as_dict` rows are ``rows`` (a field a row lacks takes its default)."""
     fields = [field.name for field in dataclasses.fields(Check)]
-    return [Check(**{**{name: entry[name] for name in fields}, "per_seed": tuple(entry["per_seed"])})
-            for entry in json.loads(Path(path).read_text())]
+    return [Check(**{**{name: row[name] for name in fields if name in row}, "per_seed": tuple(row["per_seed"])})
+            for row in rows]

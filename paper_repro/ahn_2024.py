@@ -119,12 +119,12 @@ CLAIMS = (
           f"Ahn et al. 2024, loss curves (Sec. 4; {CODE} plot_loss.ipynb)"),
     Claim("heavy-tailed-noise", "Stochastic-gradient noise is heavy-tailed",
           f"Ahn et al. 2024, noise histogram (Sec. 4; {CODE} plot_stochastic_noise.ipynb); Simsekli et al. 2019",
-          needs="full", reason="quick (1 000 noise draws of 500 prompts after 1 000 steps): Hill index at Adam's "
+          decided_at="full", reason="quick (1 000 noise draws of 500 prompts after 1 000 steps): Hill index at Adam's "
           "weights 1.94, 2.57, 1.85 (mean 2.12, 95 % CI [1.15, 3.09]) straddles 2; at the initialisation 11.9, "
           "14.7, 14.0; the full scale draws 10 000 of 1 000 after 10 000 steps"),
     Claim("adam-better-conditioned", "The robust condition number R_med^OPT along SGDM's trajectory exceeds Adam's",
           f"Ahn et al. 2024, R_med^OPT curves ({CODE} plot_condition_number.ipynb: ratio 2.569 ± 0.915 at step 750)",
-          needs="full", reason="quick: R(SGDM)/R(Adam) at step 750 is 1.68, 3.26, 2.19 (mean 2.38 against the "
+          decided_at="full", reason="quick: R(SGDM)/R(Adam) at step 750 is 1.68, 3.26, 2.19 (mean 2.38 against the "
           "authors' 2.57 ± 0.92), every seed above 1.1, but the 3-seed 95 % CI [0.37, 4.38] is too wide; the "
           "authors average 6 seeds (full: --seeds 6, B = 1 000, Hessians on 1 000 prompts)"),
     Claim("smoothness-gradient", "Directional smoothness grows with the gradient norm (generalised smoothness)",
@@ -132,7 +132,7 @@ CLAIMS = (
     Claim("heavier-covariates", "Adam's advantage over SGDM grows with heavier-tailed covariates",
           f"Ahn et al. 2024, Sec. 5 (data distribution: sphere, normal and gamma-scaled covariates; {CODE} README "
           "learning rates per law)",
-          needs="full", reason="quick (1 000 steps, B = 500) shows the opposite: log10 L_SGDM/L_Adam is 0.23, 0.25, "
+          decided_at="full", reason="quick (1 000 steps, B = 500) shows the opposite: log10 L_SGDM/L_Adam is 0.23, 0.25, "
           "0.21 for gamma against 0.74, 1.00, 1.05 for normal (differences −0.51, −0.75, −0.84) and 0.89, 1.16, "
           "1.27 for sphere (normal over sphere −0.15, −0.16, −0.22; seeds 100-102 0.33, −0.18, 0.51); the gamma runs' "
           "losses spike (1e4-1e5 around step 700) and the fixed batch's loss is ruled by its few prompts of large "

@@ -135,14 +135,14 @@ def learners(name: str) -> dict:
 
 CLAIMS = (
     Claim("conjunctions-near-optimal", "On conjunctions and disjunctions Transformers nearly match the optimal "
-          "learner (elimination): after n examples closer to it than to nearest neighbours", TABLE_1, needs="full",
+          "learner (elimination): after n examples closer to it than to nearest neighbours", TABLE_1, decided_at="full",
           reason="at the quick scale (n = 5, N = 24, 1500 steps) the Transformer ends below 1-NN after n on seeds 0-2: "
                  "(Transformer − 1-NN)/(elimination − 1-NN) = −1.00, −1.68, −0.52 on conjunctions and −0.95, −0.97, "
                  "−0.32 on disjunctions (accuracy 0.79, 0.74, 0.83 against 1-NN 0.87 and elimination 0.95; training "
                  "loss 0.43, the plateau it has not left at this budget); seeds 100-102: −0.98, −0.07, −1.04 and −0.60, −0.96, −0.95"),
     Claim("parity-at-chance", "Transformers stay at chance on parities, which GF(2) elimination learns from the same "
           "examples, while the same model and budget learns conjunctions (above nearest neighbours)", TABLE_1,
-          needs="full",
+          decided_at="full",
           reason="at the quick scale the chance half holds (n = 28, last of 40 positions, binomial p = 0.083, 0.99, "
                  "0.58 on seeds 0-2; accuracy 0.514, 0.500, 0.504 where GF(2) elimination is at 0.9995), but its "
                  "positive partner does not: the conjunction model of the same size and budget is below 1-NN after "

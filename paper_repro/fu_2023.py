@@ -126,7 +126,7 @@ LEARNED_FRACTION = 0.1
 
 CLAIMS = (
     Claim("learns-in-context", "The trained transformer solves in-context linear regression: at n = 2d its error at "
-          "the query is near least squares' (0, noiseless)", "Fu et al. 2023, Fig. 2", needs="full",
+          "the query is near least squares' (0, noiseless)", "Fu et al. 2023, Fig. 2", decided_at="full",
           reason="at quick scale (1500 steps) the error at the last query is 0.063, 0.057, 0.041 of E[y²] for seeds "
                  "0-2 (95 % CI [0.025, 0.082], within 10 %) but 0.091, 0.052, 0.049 for seeds 100-102 (CI [0.005, "
                  "0.12], not within it): every seed learns, not every block reaches 10 % in the CPU budget"),

@@ -116,16 +116,16 @@ GPT2_MLP = {"activation": "gelu-tanh"}
 QUICK_3_SEEDS = "at quick scale, 3 seeds (5000 steps each, the whole 10-minute budget): "
 CLAIMS = (
     Claim("follows-least-squares", "The trained transformer's error follows least squares': it drops to zero at "
-          "k = d and stays there", FIGURE_2, needs="full",
+          "k = d and stays there", FIGURE_2, decided_at="full",
           reason=QUICK_3_SEEDS + "error / d at k = d above least squares' 0.220, 0.217, 0.327 (required ≤ 1/(2d) = "
                  "0.1); mean over k = d…2d 0.119, 0.118, 0.233 (required ≤ 0.1): the model is still descending "
                  "towards least squares"),
     Claim("far-below-averaging", "The trained transformer's error lies far below averaging's", FIGURE_2,
-          needs="full",
+          decided_at="full",
           reason=QUICK_3_SEEDS + "mean error over k = d…2d at 0.138, 0.137, 0.270 of averaging's (required ≤ 0.25; "
                  "95 % CI [−0.01, 0.37]): one seed in three still far above"),
     Claim("noisy-peak", "Under noisy outputs the transformer, which learned least squares, shows least squares' "
-          "error peak at k = d", NOISY, needs="full",
+          "error peak at k = d", NOISY, decided_at="full",
           reason=QUICK_3_SEEDS + "the noisy error falls monotonically with k: at k = d over k = d − 2 0.830, 0.826, "
                  "0.818 (required ≥ 1; 0.89 for the README's tiny GPT at 4.8 times the prompts); ridge shows the "
                  "peak only at λ ≤ 0.1 (gap to least squares 0.026, ratio 1.04; λ = 0.3: gap 0.053, ratio 0.81), a "

@@ -108,7 +108,7 @@ CLAIMS = (
     Claim("inverse-covariance-preconditioner", "With x ~ N(0, Σ) and w ~ N(0, Σ⁻¹) the trained layer is one step of "
           "Σ⁻¹-preconditioned GD, B = η*Σ⁻¹, with the same risk R*", "Mahankali et al. 2023, Thm 2"),
     Claim("nonlinear-link-plain-gd", "With nonlinear responses y = g(wᵀx) + ε (ReLU, tanh, cubic) the trained layer is "
-          "still one step of plain GD: B is a positive multiple of I", "Mahankali et al. 2023, Thm 3", needs="full",
+          "still one step of plain GD: B is a positive multiple of I", "Mahankali et al. 2023, Thm 3", decided_at="full",
           reason="quick (1000 steps): the cubic link (E y² = 45) leaves some seeds at a rank-one B, off-diagonal "
                  "fraction 0.79 (seed 1; 0.017, 0.026 for seeds 0, 2) and 0.81, 0.65 (seeds 100, 101; 0.025 for "
                  "102) against ≤ 0.05; ReLU and tanh hold in all six seeds (off-diagonal ≤ 0.018, spread ≤ 0.017)"),

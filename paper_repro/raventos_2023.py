@@ -112,7 +112,7 @@ CLAIMS = (
           "and on Gaussian-prior prompts", FIGURE_2),
     Claim("ridge-above-threshold", "Above the threshold (the largest finite pool, and M = ∞) it behaves like ridge, "
           "the Bayes estimator of the Gaussian prior: closer to ridge than to dMMSE even on its own pool's prompts, "
-          "where dMMSE is optimal, and with ridge's MSE on unseen tasks", FIGURE_2, needs="full",
+          "where dMMSE is optimal, and with ridge's MSE on unseen tasks", FIGURE_2, decided_at="full",
           reason="at quick scale (3 seeds, the paper's initialisation N(0, 0.02²), 2000 steps) no large-pool PT leaves "
                  "the trivial predictor's plateau: MSE/D on T_True 2.187 × ridge's at M = ∞ (untrained: 2.19), 1.90, "
                  "2.19, 2.18 × at M = 64 (required 1 ± 0.2); Δ(PT, dMMSE)/Δ(PT, Ridge) at M = 64 1.03, 0.98, 0.98 "

@@ -127,7 +127,7 @@ def rehearse(reproduction: Reproduction, out_dir, *, seeds: int | None = None, f
     out_dir.mkdir(parents=True, exist_ok=True)
     device = resolve_device(device)
     full = reproduction.scales["full"]
-    block = seed_block("full", seeds, first_seed)
+    block = seed_block("full", seeds, first_seed, declared=reproduction.seeds)
     runs = seeded_runs(reproduction, full, block, device)
     for config in runs.values():
         initial_model(config, device)  # every run's task and model at full size, built once

@@ -3,8 +3,9 @@
 ``run_reproduction(reproduction, scale, out_dir)`` trains each declared run once per seed of a
 block (``seed_block``: the scale's default count from ``first_seed``) in ``out_dir/runs/NAME/seed-K``,
 reusing a finished run and resuming an interrupted one (runs of one architecture train together as
-an ensemble, ``icl_sim.ensemble``), measures and checks them (a claim that needs the full scale is
-deferred below it), then writes ``results.{csv,json}``, ``checks.json`` and ``figure.{png,pdf}`` to
+an ensemble, ``icl_sim.ensemble``), measures and checks them (a claim is deferred below the scale that
+decides it; each claim check reports whether the runs its claim rests on converged,
+``icl_sim.convergence``), then writes ``results.{csv,json}``, ``checks.json`` and ``figure.{png,pdf}`` to
 ``out_dir``.  The untrained control measures the same seeds' models at initialisation instead and
 writes ``control.json``.  Held-out prompts come from named streams fixed here, disjoint from training.
 """
@@ -13,12 +14,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import torch
 
 from icl_sim.checks import Check, write_checks
 from icl_sim.config import TrainConfig
+from icl_sim.convergence import loss_decrease
 from icl_sim.ensemble import ensemble_groups, train_ensemble
 from icl_sim.evaluation import write_table
 from icl_sim.models import InContextModel
@@ -98,11 +100,14 @@ def held_out_prompts(task, stream: str, count: int, device, *, index: int = 0) -
     return task.sample(count, generator, dtype=torch.float64)
 
 
-def seed_block(scale: str, seeds: int | None = None, first_seed: int = 0) -> range:
-    """The training seeds of a run: ``seeds`` of them (by default the scale's, ``DEFAULT_SEEDS``) from
-    ``first_seed`` on; a claim must hold on any block, not only the one it was developed on."""
+def seed_block(scale: str, seeds: int | None = None, first_seed: int = 0, *,
+               declared: Mapping[str, int] | None = None) -> range:
+    """The training seeds of a run: ``seeds`` of them (by default those the reproduction ``declared`` for the scale,
+    else the scale's ``DEFAULT_SEEDS``) from ``first_seed`` on; a claim must hold on any block, not only the one it
+    was developed on."""
     check_choice("scale", scale, SCALES)
-    seeds = DEFAULT_SEEDS[scale] if seeds is None else seeds
+    if seeds is None:
+        seeds = (declared or {}).get(scale, DEFAULT_SEEDS[scale])
     check_int("seeds", seeds, 1)
     check_int("first_seed", first_seed, 0)
     return range(first_seed, first_seed + seeds)
@@ -130,13 +135,13 @@ def run_reproduction(reproduction: Reproduction, scale: str, out_dir, *, seeds: 
     nothing: it measures the models at their initialisation (the same seeds) through the same measure and
     checks, and writes ``control.json`` alone.
     """
-    block = seed_block(scale, seeds, first_seed)
+    block = seed_block(scale, seeds, first_seed, declared=reproduction.seeds)
     if control is not None:
         check_choice("control", control, CONTROLS)
+    settings = reproduction.settings(scale)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     device = resolve_device(device)
-    settings = reproduction.scales[scale]
     runs = seeded_runs(reproduction, settings, block, device)
     if control == "untrained":
         models = {key: initial_model(config, device).eval() for key, config in runs.items()}
@@ -145,7 +150,8 @@ def run_reproduction(reproduction: Reproduction, scale: str, out_dir, *, seeds: 
         models, histories = trained_models(reproduction, settings, scale, runs, out_dir, device, executor=executor,
                                            progress=progress)
     measurement = Measurement(settings, device, *models_by_name(models, histories, runs))
-    results, checks = evaluate(reproduction, scale, measurement, deferring=control is None)
+    results, checks = evaluate(reproduction, scale, measurement, deferring=control is None,
+                               convergence=run_convergence(histories))
     if control is not None:
         write_checks(checks, out_dir, CONTROL_FILE)
         return checks
@@ -179,17 +185,36 @@ def models_by_name(models: dict, histories: dict, configs: dict) -> tuple[dict, 
     return by_name
 
 
-def evaluate(reproduction: Reproduction, scale: str, measurement: Measurement, *,
-             deferring: bool = True) -> tuple[dict, list[Check]]:
-    """Measure and check: the results and the checks, a deferred claim's checks marked so (if ``deferring``)."""
+def run_convergence(histories: dict[tuple, list[dict]]) -> dict[tuple, float]:
+    """(name, seed) → the relative decrease of each trained run's smoothed loss over its last fifth
+    (``icl_sim.convergence``); runs with no logged loss (untrained models) are left out."""
+    decreases = {key: loss_decrease(history) for key, history in histories.items()}
+    return {key: value for key, value in decreases.items() if value is not None}
+
+
+def evaluate(reproduction: Reproduction, scale: str, measurement: Measurement, *, deferring: bool = True,
+             convergence: dict[tuple, float] | None = None) -> tuple[dict, list[Check]]:
+    """Measure and check: the results and the checks, each claim check carrying its claim's deciding scale and the
+    convergence of the runs the claim rests on, and marked deferred below that scale (if ``deferring``)."""
     results = reproduction.measure(measurement)
     checks = list(reproduction.checks(results, measurement.settings))
     check_claim_wiring(reproduction, checks)
-    if deferring:
-        checks = [dataclasses.replace(check, deferred=True)
-                  if check.kind == "claim" and reproduction.claim(check.claim).deferred_at(scale) else check
-                  for check in checks]
-    return results, checks
+    for claim in reproduction.claims:
+        if claim.runs and not any(claim.rests_on(name) for name in measurement.models):
+            raise ValueError(f"reproduction {reproduction.name!r}: claim {claim.id!r} rests on runs {claim.runs}, "
+                             f"none of which it declares ({sorted(measurement.models)})")
+    return results, [_as_evidence(check, reproduction, scale, deferring, convergence or {}) for check in checks]
+
+
+def _as_evidence(check: Check, reproduction: Reproduction, scale: str, deferring: bool,
+                 convergence: dict[tuple, float]) -> Check:
+    """A claim check with its claim's deciding scale, its deferral and its runs' convergence; a sanity check as is."""
+    if check.kind != "claim":
+        return check
+    claim = reproduction.claim(check.claim)
+    return dataclasses.replace(check, decided_at=claim.decided_at, deferred=deferring and claim.deferred_at(scale),
+                               convergence={f"{name}/seed-{seed}": value for (name, seed), value
+                                            in sorted(convergence.items()) if claim.rests_on(name)})
 
 
 def write_outputs(reproduction: Reproduction, scale: str, settings, results: dict, checks: list[Check],

@@ -109,14 +109,14 @@ BALANCED = "hard, balanced"
 CLAIMS = (
     Claim("log-depth-suffices", "Log depth suffices for connectivity: trained on GraphQA, a transformer of depth "
           "⌈log₂(n − 1)⌉ answers the hard queries closer to exact reachability than to one round of squaring, and "
-          "all queries at least as well as the degree heuristic", f"{THEOREM}; {EXPERIMENTS}", needs="full",
+          "all queries at least as well as the degree heuristic", f"{THEOREM}; {EXPERIMENTS}", decided_at="full",
           reason="quick (600 AdamW steps, width 32, seeds 0-2): the depth-4 GPT's balanced hard-slice accuracy is "
           "0.656, 0.553, 0.647 (required ≥ 0.75, midway between 1 round of squaring, 0.5, and 4 rounds, 1.0) and "
           "its accuracy on all queries 0.970, 0.967, 0.975, below the degree heuristic's 0.994: it answers "
           "'connected' on 0.996 of the far reachable pairs but on only 0.11-0.32 of the disconnected pairs whose ends "
           "have edges, a shortcut near the degree heuristic, not search"),
     Claim("depth-helps-hard", "Connectivity needs depth: on the hard GraphQA queries the transformer of depth "
-          "⌈log₂(n − 1)⌉ is more accurate than a one-layer transformer", f"{THEOREM}; {EXPERIMENTS}", needs="full",
+          "⌈log₂(n − 1)⌉ is more accurate than a one-layer transformer", f"{THEOREM}; {EXPERIMENTS}", decided_at="full",
           reason="quick (seeds 0-2): balanced hard-slice accuracy depth 4 − depth 1 is −0.029, −0.070, −0.014 "
           "(depth 1: 0.685, 0.623, 0.661; depth 2: 0.666, 0.767, 0.779; depth 4: 0.656, 0.553, 0.647): no "
           "ordering in depth at this budget"),

@@ -107,24 +107,24 @@ MERGED_BAND = (3, 4)
 CLAIMS = (
     Claim("learns-to-search", "Trained on the balanced distribution, the transformer learns to search: its next "
           "vertex leads to the goal above chance on the smallest graphs", ABSTRACT,
-          needs="full", reason="quick (seeds 0-2, n = 5): accuracy 0.695 / 0.681 / 0.664 against chance 0.626, "
+          decided_at="full", reason="quick (seeds 0-2, n = 5): accuracy 0.695 / 0.681 / 0.664 against chance 0.626, "
           "each seed above chance + 3 s.e. (0.648) but the 95 % CI of the mean [0.640, 0.719] is not; lookahead 0-1 "
           "are learned (0.87-0.91), lookahead 2 is not (0.22-0.28): 400 steps are a 2,500th of their budget"),
     Claim("harder-as-graphs-grow", "With the same training budget the transformer's skill falls as the input graph "
           "grows", f"{ABSTRACT}; {SCALING}",
-          needs="full", reason="quick (seeds 0-2): skill 0.144 / −0.105 / −0.304 at n = 5 / 7 / 9, falls of −0.249 "
+          decided_at="full", reason="quick (seeds 0-2): skill 0.144 / −0.105 / −0.304 at n = 5 / 7 / 9, falls of −0.249 "
           "(CI [−0.391, −0.106], held) and −0.200 (CI [−0.392, −0.007], not by the 0.069 margin), and the learning "
           "at n = 5 it is paired with is not shown (see learns-to-search); below n = 5 nothing is learned"),
     Claim("path-merging", "The trained transformer merges reachable sets layer by layer (Fig. 4): the second "
           "layer's final state holds the vertices 3-4 hops from the goal that the first layer's does not",
           "Saparov et al. 2024, Fig. 4 and Sec. 4 (exponential path merging: L layers reach 2^L hops)",
-          needs="full", reason="quick (seeds 0-2, n = 9): J(layer 2) − J(layer 1) on the vertices 3-4 hops from the "
+          decided_at="full", reason="quick (seeds 0-2, n = 9): J(layer 2) − J(layer 1) on the vertices 3-4 hops from the "
           "goal is −0.113 / −0.120 / −0.175 (CI [−0.221, −0.052]): the quick models answer lookahead 2-4 below "
           "chance (0.05-0.14), so they have no merged sets to find; the claim is about models that search"),
     Claim("more-parameters-do-not-help", "More parameters (width or depth) do not remove the difficulty: at the "
           "sweep's size the larger models stay below the skill reached on the smallest graphs",
           f"{ABSTRACT}; {SCALING}, hidden-dimension and layer sweeps",
-          needs="full", reason="quick (seeds 0-2): the 4-layer model at n = 9 has skill −0.571 / −0.476 / −0.789, "
+          decided_at="full", reason="quick (seeds 0-2): the 4-layer model at n = 9 has skill −0.571 / −0.476 / −0.789, "
           "below the base model's at n = 5 by −0.756 (CI [−1.087, −0.424]), but at 400 steps it is below chance and "
           "below the 2-layer model (−0.304): under-trained, not a plateau that more parameters fail to raise"),
 )

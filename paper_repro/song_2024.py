@@ -100,7 +100,7 @@ KERNELS = ("softmax", "gaussian")
 CLAIMS = (
     Claim("value-global", "With W^V alone trained and a large embedding dimension, GD reaches the global optimum "
           "with either kernel", ABSTRACT + " (GD reaches a global optimum with either kernel, large embedding)",
-          needs="full", reason="quick (3000 GD steps): the Gaussian fraction at d = 24 is 1, 1, 1 but the softmax "
+          decided_at="full", reason="quick (3000 GD steps): the Gaussian fraction at d = 24 is 1, 1, 1 but the softmax "
           "one 0.83, 1, 1 (seeds 0-2; 1, 1, 1 on seeds 100-102): one softmax run in 18 is still above 1e-3, its "
           "averaged attention outputs making the convex problem ill-conditioned; full takes 20000 steps"),
     Claim("embedding-dimension", "A large embedding dimension is what lets GD reach the global optimum",
@@ -109,7 +109,7 @@ CLAIMS = (
           "kernel at a large embedding dimension", ABSTRACT),
     Claim("gaussian-escapes", "Where the softmax kernel stalls in suboptimal solutions the Gaussian kernel does "
           "better: more runs reach the global optimum", ABSTRACT + " (softmax may lead to suboptimal local "
-          "solutions; the Gaussian kernel behaves much more favourably)", needs="full",
+          "solutions; the Gaussian kernel behaves much more favourably)", decided_at="full",
           reason="quick: Gaussian minus softmax fraction 0, 0.17, 0 at d = 3 and −0.17, 0, 0 at start ×4 (seeds "
           "0-2; 0, 0, 0 and 0, 0, −0.17 on seeds 100-102; required ≥ 1/6 each): with the whole layer trained "
           "both kernels reach the optimum in 16-18 runs of 18, so no stall shows; whether full's 36 runs per "

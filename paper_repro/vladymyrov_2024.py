@@ -116,24 +116,24 @@ CLAIMS = (
     Claim("beats-gd-plus-plus", "It beats GD++ of the same depth, which cannot adapt to the noise level and performs "
           "like ConstRR", FIGURE_1 + " (GD++ performs poorly, similar to CONSTRR)"),
     Claim("beats-ada-rr", "It beats the adaptive ridge (AdaRR, λ = the prompt's estimated noise variance)",
-          FIGURE_1 + " (only TUNEDRR is comparable)", needs="full",
+          FIGURE_1 + " (only TUNEDRR is comparable)", decided_at="full",
           reason="quick (d = 5, 1500 steps), σ_max = 3: the 3-layer FULL's adjusted loss 0.169, 0.172, 0.174 (seeds "
                  "0-2) and 0.169, 0.194, 0.171 (seeds 100-102) stays above AdaRR's 0.107 (TunedRR 0.089, ConstRR 0.275); AdaRR here is our reading of "
                  "the paper's"),
     Claim("comparable-to-tuned-rr", "Among the baselines only the tuned ridge (TunedRR) is comparable with the linear "
           "transformer: FULL is closer to TunedRR than to ConstRR", FIGURE_1 + " (only TUNEDRR is comparable)",
-          needs="full",
+          decided_at="full",
           reason="quick (d = 5, 1500 steps), σ_max = 3: |FULL − TunedRR| − |FULL − ConstRR| = −0.026, −0.020, −0.016 "
                  "(seeds 0-2, held) but −0.025, +0.024, −0.021 (seeds 100-102; CI [−0.075, 0.060]): FULL's 0.17-0.20 "
                  "lies near the midpoint 0.18 of TunedRR's 0.089 and ConstRR's 0.275"),
     Claim("diag-matches-full", "Diagonal attention (DIAG) is as good as full attention (FULL): it too matches or beats "
-          "ConstRR, and its adjusted loss is close to FULL's", FIGURE_1 + " (DIAG matches FULL)", needs="full",
+          "ConstRR, and its adjusted loss is close to FULL's", FIGURE_1 + " (DIAG matches FULL)", decided_at="full",
           reason="quick (d = 5, 1500 steps), σ_max = 3: DIAG is below ConstRR in all six seeds (by 0.116-0.131), "
                  "but |DIAG − FULL|/ConstRR's adjusted loss is 0.068, 0.048, 0.079 (seeds 0-2) and 0.082, 0.180, "
                  "0.098 (seeds 100-102; CI upper end 0.2502 against ≤ 0.25): FULL's seed spread, not DIAG's"),
     Claim("sigma-max-sweep", "The same holds at every σ_max of the sweep, not only the largest: FULL beats ConstRR "
           "and GD++ (and AdaRR) and is closer to TunedRR, DIAG matches FULL", FIGURE_1 + " (the σ_max panels)",
-          needs="full",
+          decided_at="full",
           reason="quick (d = 5, 1500 steps), σ_max = 1: ConstRR's adjusted loss is only 0.030 and the 3-layer FULL "
                  "stays above it (loss − ConstRR's 0.022, 0.019, 0.049 over seeds 0-2), as does DIAG (0.008, 0.013, "
                  "0.009); FULL − GD++ 0.006, 0.003, 0.033; |DIAG − FULL|/ConstRR 0.47, 0.18, 1.32"),

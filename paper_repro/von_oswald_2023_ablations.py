@@ -94,16 +94,16 @@ STALLED = ("at quick scale (lr 5e-2 with cosine decay over 2000 steps, the autho
            "far from GD++ at N = 50 (2 of seeds 0–2, none of 100–102) and N = 100 (2 of 0–2, 1 of 100–102)")
 CLAIMS = (
     Claim("gd-plus-plus-gamma", "A recurrent two-layer LSA learns GD++: its curvature correction γ is the "
-          "risk-optimal one, for N = 10 … 100", GD_PLUS_PLUS, needs="full",
+          "risk-optimal one, for N = 10 … 100", GD_PLUS_PLUS, decided_at="full",
           reason=STALLED + ": γ 5.07 and 7.42 against the optimum's 2.80 (N = 50), 6.11, 4.64 and −0.63 against "
           "2.97 (N = 100); the other seeds, and N = 10 and 25 in every seed, are within 2.5 % of the optimum"),
     Claim("gd-plus-plus-loss", "The trained recurrent two-layer LSA matches the loss of GD++ with the risk-optimal "
-          "shared (η, γ), for N = 10 … 100", GD_PLUS_PLUS, needs="full",
+          "shared (η, γ), for N = 10 … 100", GD_PLUS_PLUS, decided_at="full",
           reason=STALLED + ": losses 59 and 24 times GD++'s (N = 50), 54, 219 and 261 times (N = 100), and at N = 100 "
           "the seeds that converge are still 9 % above it after 2000 steps; N = 10, 25 and 50 (unstalled) within "
           "0.8 %"),
     Claim("gamma-by-context-size", "Its trained γ falls with N as the paper's: 0.179, 0.099, 0.056, 0.029 for "
-          "N = 10, 25, 50, 100 (un-normalised XXᵀ)", APPENDIX_GAMMAS, needs="full",
+          "N = 10, 25, 50, 100 (un-normalised XXᵀ)", APPENDIX_GAMMAS, decided_at="full",
           reason=STALLED + ": γ/N 0.101 and 0.148 (paper 0.056), 0.061, 0.046 and −0.006 (paper 0.029); the other "
           "seeds 0.173, 0.0971, 0.0555, 0.0298 (within 3.7 % of the paper's)"),
     Claim("softmax-heads", "One softmax attention head cannot match one GD step; two heads nearly do", SOFTMAX),

@@ -86,14 +86,14 @@ PROBE_TARGETS = ("next token", "preconditioned input")
 CLAIMS = (
     Claim("mesa-beats-attention", "A one-layer mesa-layer model predicts the next state of a linear dynamical "
           "system better than one layer of linear or softmax attention", "the authors' mesa-layer comparison",
-          needs="full", reason="quick (600 steps, batch 64): the mesa model is still learning when the schedule "
+          decided_at="full", reason="quick (600 steps, batch 64): the mesa model is still learning when the schedule "
           "ends; MSE ratios mesa/linear 0.346, 0.599, 0.652 and mesa/softmax 0.351, 0.603, 0.664 (seeds 0-2), each "
           "below 0.9 but the 95 % interval of the mean reaches 0.938 and 0.952 (seeds 100-102: 0.933, 0.952)"),
     Claim("compressed-one-layer", "A trained one-layer linear attention model is a few-scalar algorithm containing "
           "one GD step: its 12-scalar compressed form loses almost none of its gain", "the authors' one-layer "
           "reverse-engineering (OneLayerRevAlg_Linear)"),
     Claim("probes-by-depth", "In a deep linear model, linear probes decode the next token and the preconditioned "
-          "input better with depth", "the authors' probing figure (probe_layers.py)", needs="full",
+          "input better with depth", "the authors' probing figure (probe_layers.py)", decided_at="full",
           reason="quick (3 layers, 600 steps): the next-token probe gains 0.745, 0.866, 0.856 R² (seeds 0-2), but the "
           "preconditioned-input probe only 0.013, 0.051, 0.036 < 0.1 (R² 0.06 on the input tokens, 0.09 after "
           "layer 3): the briefly trained model is far from least squares (MSE 0.089-0.146 against 0.037)"),

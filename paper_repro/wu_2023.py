@@ -83,7 +83,7 @@ PRIOR_SCALE = 1.0
 
 CLAIMS = (
     Claim("excess-risk-rate", "The excess ICL risk of one-pass SGD on T independent tasks decays like Õ(1/T)",
-          "Wu et al. 2024, Thm 4.1", needs="full",
+          "Wu et al. 2024, Thm 4.1", decided_at="full",
           reason="quick (T = 2^9 … 2^14, batch 16, disjoint replicate seeds): per-seed slopes −1.22, −1.14, −1.25, "
                  "95 % CI [−1.35, −1.05] (seeds 100-102: −1.26, −1.29, −1.28), steeper than −1 ± 0.25 (probably "
                  "the faster-decaying bias term of the geometric schedule still shows below 2^14); full runs batch "

@@ -123,14 +123,14 @@ Z_95 = 1.959964
 CLAIMS = (
     Claim("power-method", "Trained only to predict the top direction, the looped linear transformer with LN "
           "implements the power method: its read-out after k loops is the k-th power iterate",
-          f"{ABSTRACT}; Theorem 4.1 (secondary reading)", needs="full",
+          f"{ABSTRACT}; Theorem 4.1 (secondary reading)", decided_at="full",
           reason="quick (500 Adam steps from the block start, seeds 0-2): the read-out after k loops is not closer "
                  "to PowerMethod(k) than to its neighbours at k = 2 (margins -0.0037, -0.0052, -0.0036) and not "
                  "clearly at k = 1 (0.00003, 0.0057, -0.0026); least cos 0.967, 0.925, 0.979. Theorem 4.1 holds in "
                  "the limit of a gain growing like t^(1/4); a finite gain damps each iteration"),
     Claim("probe", "Each loop of the LN model performs one power iteration: a probe of its state after loop l "
           "matches power-method step l better than any other step", f"{ABSTRACT}; Theorem 4.1 (secondary reading)",
-          needs="full", reason="quick (seeds 0-2): loop 1 margins 0.099, 0.096, 0.101, but loop 2 -0.0087, -0.0102, "
+          decided_at="full", reason="quick (seeds 0-2): loop 1 margins 0.099, 0.096, 0.101, but loop 2 -0.0087, -0.0102, "
                                "-0.0080 (the probe places it nearer another step) and loop 3 0.0155, 0.0008, 0.0189; "
                                "the same finite-gain reason as power-method"),
     Claim("layerwise-gap", "Even with layerwise guidance from power iterations a layer without LN cannot exactly "

@@ -109,13 +109,13 @@ QUICK_PLATEAU = ("quick (d = 5, 1500 steps, 3 seeds): both models stay on the pl
 CLAIMS = (
     Claim("close-to-least-squares", "At b loops the looped transformer's error at the final query is closer to least "
           "squares' than to the trivial predictor's plateau", f"{FIGURE_2} (right): it closely aligns with the least "
-                                                              "squares solver", needs="full", reason=QUICK_PLATEAU),
+                                                              "squares solver", decided_at="full", reason=QUICK_PLATEAU),
     Claim("matches-standard", "The looped transformer (one block: under 10 % of the parameters) matches a standard "
           "transformer that has learned the task, trained for the same steps on in-context linear regression",
-          f"{FIGURE_2} (right) and abstract", needs="full", reason=QUICK_PLATEAU),
+          f"{FIGURE_2} (right) and abstract", decided_at="full", reason=QUICK_PLATEAU),
     Claim("flat-past-b", "Trained for b loops, the looped transformer reaches a fixed point: its error, once it has "
           "learned the task, stays flat when it is run for more loops than it was trained for", f"{FIGURE_2} (left)",
-          needs="full", reason=QUICK_PLATEAU + "; its error is 1.002 after every loop from 10 to 60 (flat on the "
+          decided_at="full", reason=QUICK_PLATEAU + "; its error is 1.002 after every loop from 10 to 60 (flat on the "
                                                "plateau, which is no fixed point of the algorithm)"),
 )
 

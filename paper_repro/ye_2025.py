@@ -128,13 +128,13 @@ CLAIM_NOTES = {
 CLAIMS = (
     Claim("within-capacity-exact", "Trained on Erdős–Rényi graphs of diameter ≤ 3^L (L = 2), the disentangled "
           "transformer is exact on held-out graphs outside its training law whose pairs lie within 3^L: two "
-          "isolated chains and two cliques", SECTION_5, needs="full", reason=CLAIM_NOTES["within-capacity-exact"]),
+          "isolated chains and two cliques", SECTION_5, decided_at="full", reason=CLAIM_NOTES["within-capacity-exact"]),
     Claim("beyond-capacity-heuristic", "Trained on unfiltered Erdős–Rényi graphs, the model is perfect in "
           "distribution but answers held-out isolated chains by the degree heuristic", HEURISTIC,
-          needs="full", reason=CLAIM_NOTES["beyond-capacity-heuristic"]),
+          decided_at="full", reason=CLAIM_NOTES["beyond-capacity-heuristic"]),
     Claim("standard-transformer", "Restricting the training graphs to diameter ≤ 3^L makes a standard transformer "
           "exact on the held-out chains too, where the unfiltered one is not", SECTION_5,
-          needs="full", reason=CLAIM_NOTES["standard-transformer"]),
+          decided_at="full", reason=CLAIM_NOTES["standard-transformer"]),
 )
 
 

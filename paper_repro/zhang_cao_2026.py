@@ -99,7 +99,7 @@ CLAIMS = (
           "training convergence guarantees"),
     Claim("looped-construction", "Applied recurrently, the trained layer reproduces the multi-step construction: "
           "loop k is step k of normalised GD", f"{ABSTRACT}: (ii) recurrently applying the trained layer",
-          needs="full", reason="quick (1000 Adam steps): every seed is under the bar 0.1 but the 95 % interval of "
+          decided_at="full", reason="quick (1000 Adam steps): every seed is under the bar 0.1 but the 95 % interval of "
                                "the mean is not on seeds 100-102 (0.0121, 0.0772, 0.0351; CI up to 0.124); seeds "
                                "0-2 0.0329, 0.0213, 0.0523 (CI up to 0.074): the residual P, Q error compounds over "
                                "50 loops and varies by seed; full trains 20x longer"),

@@ -116,7 +116,7 @@ CLAIMS = (
           "linear attention layer reaches the loss-minimising step c* of one GD step on the in-context OLS problem",
           "Zheng et al. 2024, Thm 4.1; authors' ab figures (plot.py)"),
     Claim("one-gd-step", "The trained layer stays one GD step: ab reaches c* and the entries off the diagonal set stay "
-          "near 0", "Zheng et al. 2024, Thm 4.1", needs="full",
+          "near 0", "Zheng et al. 2024, Thm 4.1", decided_at="full",
           reason="off the diagonal set at quick scale (m = 10 000 sequences, D = 2): seeds 0-2 end at 0.048-0.084, "
                  "but seed 100's Gaussian run from (a, b) = (2, 2) ends at 0.123 > 0.1 (seeds 101-102: 0.045, 0.039); "
                  "a finite training set moves these entries by O(m^-1/2), and the large first steps from ab = 4 "

@@ -19,6 +19,7 @@ from icl_sim.config import TrainConfig
 from icl_sim.latent_probes import CONTROLS, PROBES
 from icl_sim.models import MODELS
 from icl_sim.paper_repro import SCALES
+from icl_sim.paper_repro.gallery import GALLERY_SCALES
 from icl_sim.paper_repro.runner import CONTROLS as REPRO_CONTROLS
 from icl_sim.probing import READOUTS, STEP_PARAMS
 from icl_sim.reports import PRECONDITIONERS, compare_weights_run, probe_latent_run, probe_run
@@ -206,7 +207,8 @@ def test_the_catalogue_is_the_registries():
                                              (choices.PRECONDITIONERS, PRECONDITIONERS), (choices.SCALES, SCALES),
                                              (choices.EXECUTORS, EXECUTORS), (choices.LATENT_PROBES, PROBES),
                                              (choices.LATENT_CONTROLS, CONTROLS),
-                                             (choices.CONTROLS, REPRO_CONTROLS)])
+                                             (choices.CONTROLS, REPRO_CONTROLS),
+                                             (choices.GALLERY_SCALES, GALLERY_SCALES)])
 def test_light_choices_equal_their_registries(light, registry):
     assert light == registry
 

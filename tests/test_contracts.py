@@ -502,13 +502,17 @@ def test_resume_after_ctrl_c_is_bit_identical(tmp_path, name, device):
 # == reproductions ====================================================================================
 
 CHECK_FIELDS = {"quantity", "expected", "measured", "tolerance", "relation", "standard_error", "source", "passed",
-                "kind", "claim", "per_seed", "every_seed", "deferred", "verdict", "mean", "ci", "seeds_held"}
+                "kind", "claim", "per_seed", "every_seed", "deferred", "verdict", "mean", "ci", "seeds_held",
+                "decided_at", "convergence", "outcome", "models_converged", "vacuous"}
 
 
 @pytest.mark.parametrize("name", list(REPRODUCTIONS))
-def test_reproduction_declares_every_scale(name):
+def test_reproduction_declares_every_scale_and_long_where_a_claim_is_decided_there(name):
     entry = REPRODUCTIONS[name]
-    assert set(getattr(entry, "SCALES", None) or entry.scales) == set(SCALES)
+    decided_at_long = any(claim.decided_at == "long" for claim in entry.claims)
+    expected = set(SCALES) if decided_at_long else set(SCALES) - {"long"}
+    assert set(entry.scales) == expected
+    assert (entry.long_minutes is not None) == decided_at_long
 
 
 def test_cli_offers_every_scale():
@@ -522,7 +526,9 @@ def test_reproduction_declares_claims_with_sources(name):
     assert claims, f"{name} declares no claims"
     for claim in claims:
         assert claim.id and claim.statement and claim.source, claim
-        assert (claim.needs is None) == (not claim.reason), claim
+        assert claim.decided_at in ("quick", "long", "full"), claim
+        # a claim decided above quick says why with a measured number; one decided at quick needs no reason
+        assert (claim.decided_at == "quick") == (not claim.reason), claim
 
 
 @pytest.mark.parametrize("name", list(REPRODUCTIONS))
@@ -532,6 +538,8 @@ def test_reproduction_pipeline_and_untrained_control_at_smoke_scale(tmp_path, na
     reproduction = REPRODUCTIONS[name]
     checks = run_reproduction(name, "smoke", tmp_path, device="cpu", progress=False)
     control = run_reproduction(name, "smoke", tmp_path, device="cpu", progress=False, control="untrained")
+    names = list(reproduction.runs(reproduction.scales["smoke"]))
+    # every claim keeps a check that is not a sanity check: its evidence
     assert {check.claim for check in checks if check.kind == "claim"} == {claim.id for claim in reproduction.claims}
     assert [check.quantity for check in control] == [check.quantity for check in checks]
     for file, listed in (("checks.json", checks), ("control.json", control)):
@@ -542,7 +550,14 @@ def test_reproduction_pipeline_and_untrained_control_at_smoke_scale(tmp_path, na
             assert math.isfinite(row["measured"]) or file == "control.json", row  # untrained: may never get there
             assert row["relation"] in ("close", "at_most", "at_least") and isinstance(row["passed"], bool)
             if row["kind"] == "claim":
-                assert row["verdict"] in ("held", "failed", "deferred") and len(row["per_seed"]) == 1
+                assert row["decided_at"] == reproduction.claim(row["claim"]).decided_at
+                # smoke decides no claim; the control judges every claim whatever its scale
+                assert row["verdict"] == ("deferred" if file == "checks.json" else row["outcome"])
+                assert row["outcome"] in ("held", "failed", "inconclusive") and len(row["per_seed"]) == 1
+                assert row["vacuous"] == (not all(math.isfinite(value) for value in row["per_seed"]))
+                # every training run the claim rests on reports its convergence; the untrained models none
+                rested_on = sum(map(reproduction.claim(row["claim"]).rests_on, names))
+                assert row["models_converged"][1] == (rested_on if file == "checks.json" else 0), row
             else:
                 assert row["kind"] == "sanity" and row["claim"] is None and row["verdict"] in ("passed", "failed")
     assert json.loads((tmp_path / "results.json").read_text())

@@ -14,9 +14,10 @@ from scipy import stats
 from icl_sim.checks import Check, claim_check, read_checks, write_checks
 from icl_sim.config import TrainConfig
 from icl_sim.paper_repro import von_oswald_2023
-from icl_sim.paper_repro.evidence import (DEFAULT_SEEDS, check_claim_wiring, claim_verdicts, failed, held_claims,
-                                          summary_line)
-from icl_sim.paper_repro.gallery import MINUTES_FILE, GalleryEntry, gallery_page, refresh_gallery
+from icl_sim.paper_repro.evidence import (DEFAULT_SEEDS, check_claim_wiring, claim_verdicts, control_outcomes,
+                                          failed, held_claims, summary_line)
+from icl_sim.paper_repro.gallery import (MINUTES_FILE, RECORDS_FILE, GalleryEntry, ScaleRecord, gallery_page,
+                                        refresh_gallery)
 from icl_sim.paper_repro.rehearsal import (H200_BF16_FLOPS, REHEARSAL_FILE, REHEARSAL_FIT_STEPS, REHEARSAL_PROMPTS,
                                            REHEARSAL_STEPS, UTILISATION, RunCost,
                                            StepCost, fewer_prompts, rehearse)
@@ -38,26 +39,42 @@ def test_the_interval_is_student_t_over_seeds():
     assert check.passed and check.seeds_held == 4 and check.verdict == "held"
 
 
-@pytest.mark.parametrize("relation, expected, tolerance, values, passed, held", [
-    ("at_most", 0.05, 0.0, [0.01, 0.02, 0.06], False, 2),   # mean 0.03 below the bound, but its interval is not
-    ("at_most", 0.05, 0.0, [0.01, 0.02, 0.03], True, 3),
-    ("at_least", 0.9, 0.0, [0.95, 0.96, 0.97], True, 3),
-    ("at_least", 0.9, 0.05, [0.93, 0.96, 0.97], False, 2),  # the margin is cleared by the interval too
-    ("close", 1.0, 0.1, [0.98, 1.0, 1.02], True, 3),
-    ("close", 1.0, 0.1, [0.8, 1.0, 1.2], False, 1),
-    ("at_most", 0.05, 0.0, [0.01], True, 1),                # one seed: no interval, the value decides
-    ("at_most", 0.05, 0.0, [0.01, math.nan], False, 1),
+@pytest.mark.parametrize("relation, expected, tolerance, values, outcome, held", [
+    ("at_most", 0.05, 0.0, [0.01, 0.02, 0.06], "inconclusive", 2),  # mean 0.03 below the bound, its interval across
+    ("at_most", 0.05, 0.0, [0.01, 0.02, 0.03], "held", 3),
+    ("at_most", 0.05, 0.0, [0.07, 0.08, 0.09], "failed", 0),         # the interval [0.055, 0.105] wholly above
+    ("at_least", 0.9, 0.0, [0.95, 0.96, 0.97], "held", 3),
+    ("at_least", 0.9, 0.05, [0.93, 0.96, 0.97], "inconclusive", 2),  # the margin is cleared by the interval too
+    ("at_least", 0.9, 0.05, [0.5, 0.6, 0.7], "failed", 0),
+    ("close", 1.0, 0.1, [0.98, 1.0, 1.02], "held", 3),
+    ("close", 1.0, 0.1, [0.8, 1.0, 1.2], "inconclusive", 1),
+    ("close", 1.0, 0.1, [1.3, 1.31, 1.32], "failed", 0),             # wholly above the band
+    ("close", 1.0, 0.1, [0.5, 0.51, 0.52], "failed", 0),             # wholly below it
+    ("at_most", 0.05, 0.0, [0.01], "held", 1),                       # one seed: no interval, the value decides
+    ("at_most", 0.05, 0.0, [0.06], "failed", 0),
+    ("at_most", 0.05, 0.0, [0.01, math.nan], "failed", 1),           # a value that cannot be computed shows nothing
 ])
-def test_a_claim_check_holds_when_its_interval_lies_on_the_required_side(relation, expected, tolerance, values,
-                                                                          passed, held):
+def test_a_claim_check_is_held_failed_or_inconclusive_by_where_its_interval_lies(relation, expected, tolerance,
+                                                                                 values, outcome, held):
     check = claim_check("c", "q", expected, values, relation=relation, tolerance=tolerance)
-    assert (check.passed, check.seeds_held) == (passed, held)
+    assert (check.outcome, check.verdict, check.passed, check.seeds_held) == (outcome, outcome, outcome == "held", held)
+    low, high = check.ci or (check.measured, check.measured)
+    if outcome == "inconclusive":  # the interval straddles the bound (its edge the band's, for close)
+        edges = ([expected - tolerance, expected + tolerance] if relation == "close"
+                 else [expected - tolerance if relation == "at_most" else expected + tolerance])
+        assert any(low < edge < high for edge in edges)
+
+
+def test_a_non_finite_value_is_vacuous_evidence():
+    assert claim_check("c", "q", 0.05, [math.nan, math.nan], relation="at_most").vacuous
+    assert claim_check("c", "q", 0.05, [0.01, math.inf], relation="at_most").vacuous
+    assert not claim_check("c", "q", 0.05, [0.07, 0.08], relation="at_most").vacuous
 
 
 def test_an_every_seed_claim_needs_each_seed():
     values = [0.51, 0.52, 0.49]
-    assert not claim_check("c", "q", 0.5, values, relation="at_least", every_seed=True).passed
-    assert claim_check("c", "q", 0.45, values, relation="at_least", every_seed=True).passed
+    assert claim_check("c", "q", 0.5, values, relation="at_least", every_seed=True).outcome == "failed"  # one seed
+    assert claim_check("c", "q", 0.45, values, relation="at_least", every_seed=True).outcome == "held"
 
 
 def test_kinds_take_their_own_fields():
@@ -77,26 +94,59 @@ def test_a_claim_check_line_names_the_claim_the_seeds_and_the_interval():
     assert line == ("[HELD] claim gd, gap: mean 0.02 over 3 seeds (0.01, 0.02, 0.03), 95 % CI [-0.004841, 0.04484], "
                     "held in 3 of 3; required ≤ 0.1  [Fig. 2]")
     wide = claim_check("gd", "gap", 0.1, [0.01, 0.03], relation="at_most").describe()
-    assert wide.startswith("[FAILED] claim gd, gap: mean 0.02 over 2 seeds") and "held in 2 of 2" in wide
-    deferred = dataclasses.replace(claim_check("gd", "gap", 0.1, [0.5], relation="at_most"), deferred=True)
-    assert deferred.verdict == "deferred" and deferred.describe().startswith("[DEFERRED]")
+    assert wide.startswith("[INCONCLUSIVE] claim gd, gap: mean 0.02 over 2 seeds") and "held in 2 of 2" in wide
+    above = claim_check("gd", "gap", 0.1, [0.2, 0.21, 0.22], relation="at_most").describe()
+    assert above.startswith("[FAILED] claim gd, gap: mean 0.21 over 3 seeds") and "held in 0 of 3" in above
+    deferred = dataclasses.replace(claim_check("gd", "gap", 0.1, [0.5], relation="at_most"), deferred=True,
+                                   decided_at="long", convergence={"lsa/seed-0": 0.2})
+    assert deferred.verdict == "deferred"
+    assert deferred.describe() == ("[DEFERRED] claim gd (decided at long), gap: mean 0.5 over 1 seed (0.5), held in 0 "
+                                   "of 1; required ≤ 0.1; models converged 0 of 1")
 
 
 # == claims and their verdicts =========================================================================
 
-def _declared(*claims, name="toy"):
-    return Reproduction(name=name, paper=PAPER, summary="s", caption="c", scales=TOY_SCALES, runs=toy_runs,
+def _declared(*claims, name="toy", scales=None, **fields):
+    return Reproduction(name=name, paper=PAPER, summary="s", caption="c", scales=scales or TOY_SCALES, runs=toy_runs,
                         measure=toy_measure, checks=toy_checks, figure=toy_figure, quick_minutes=0.1,
-                        claims=claims)
+                        claims=claims, **fields)
 
 
-def test_a_deferred_claim_must_say_why():
-    with pytest.raises(ValueError, match="reason"):
-        Claim("peak", "a peak", "Fig. 1", needs="full")
-    with pytest.raises(ValueError, match="needs"):
-        Claim("peak", "a peak", "Fig. 1", needs="gpu", reason="r")
-    claim = Claim("peak", "a peak", "Fig. 1", needs="full", reason="ratio 0.83 at quick scale")
-    assert claim.deferred_at("quick") and claim.deferred_at("smoke") and not claim.deferred_at("full")
+def test_a_claim_decided_above_quick_must_say_why_with_a_measured_number():
+    for scale in ("long", "full"):
+        with pytest.raises(ValueError, match="reason"):
+            Claim("peak", "a peak", "Fig. 1", decided_at=scale)
+        with pytest.raises(ValueError, match="measured number"):
+            Claim("peak", "a peak", "Fig. 1", decided_at=scale, reason="the model is too small")
+    with pytest.raises(ValueError, match="decided_at"):
+        Claim("peak", "a peak", "Fig. 1", decided_at="gpu", reason="ratio 0.83")
+    with pytest.raises(ValueError, match="decided_at"):
+        Claim("peak", "a peak", "Fig. 1", decided_at="smoke")  # smoke tests the pipeline: it decides nothing
+    full = Claim("peak", "a peak", "Fig. 1", decided_at="full", reason="ratio 0.83 at quick scale")
+    assert [full.deferred_at(scale) for scale in ("smoke", "quick", "long", "full")] == [True, True, True, False]
+    long = Claim("peak", "a peak", "Fig. 1", decided_at="long", reason="the loss still falls 12 % at quick")
+    assert [long.deferred_at(scale) for scale in ("smoke", "quick", "long", "full")] == [True, True, False, False]
+    assert [Claim("a", "A", "Fig. 1").deferred_at(scale) for scale in ("smoke", "quick")] == [True, False]
+
+
+def test_a_claim_rests_on_the_runs_it_names():
+    claim = Claim("a", "A", "Fig. 1", runs=("gpt-*", "lsa"))
+    assert [claim.rests_on(run) for run in ("gpt-d5", "lsa", "lsa-2", "mlp")] == [True, True, False, False]
+    assert Claim("b", "B", "Fig. 1").rests_on("anything")
+
+
+def test_a_long_scale_comes_with_its_minutes_and_only_where_a_claim_needs_it():
+    long_claim = Claim("l", "L", "Fig. 1", decided_at="long", reason="the loss still falls 12 % at quick")
+    with pytest.raises(ValueError, match=r"scales \['long'\]"):
+        _declared(long_claim)
+    with pytest.raises(ValueError, match="long_minutes"):
+        _declared(long_claim, scales={**TOY_SCALES, "long": TOY_SCALES["quick"]})
+    with pytest.raises(ValueError, match="unknown scales"):
+        _declared(Claim("a", "A", "Fig. 1"), scales={**TOY_SCALES, "huge": TOY_SCALES["full"]})
+    with pytest.raises(ValueError, match=r"seeds\['long'\]"):
+        _declared(Claim("a", "A", "Fig. 1"), seeds={"long": 0})
+    with pytest.raises(ValueError, match="scale: reproduction 'toy' has no long scale"):
+        TOY.settings("long")
 
 
 def test_checks_must_match_the_declared_claims():
@@ -115,24 +165,49 @@ def test_checks_must_match_the_declared_claims():
 
 
 def test_claims_are_counted_apart_from_sanity_checks():
-    reproduction = _declared(Claim("a", "A", "Fig. 1"), Claim("b", "B", "Fig. 2"),
-                             Claim("c", "C", "Fig. 3", needs="full", reason="r"))
+    reproduction = _declared(Claim("a", "A", "Fig. 1"), Claim("b", "B", "Fig. 2"), Claim("c", "C", "Fig. 3"),
+                             Claim("d", "D", "Fig. 4", decided_at="full", reason="ratio 0.83 at quick"))
     held = claim_check("a", "q", 1.0, [1.0, 1.0])
-    half = [claim_check("b", "q1", 1.0, [1.0, 1.0]), claim_check("b", "q2", 1.0, [1.0, 3.0])]
-    deferred = dataclasses.replace(claim_check("c", "q", 1.0, [5.0, 5.0]), deferred=True)
+    failing = [claim_check("b", "q1", 1.0, [1.0, 1.0]), claim_check("b", "q2", 1.0, [3.0, 3.0]),
+               claim_check("b", "q3", 1.0, [0.0, 2.0])]  # one failure fails the claim, whatever else is inconclusive
+    inconclusive = [claim_check("c", "q1", 1.0, [1.0, 1.0]), claim_check("c", "q2", 1.0, [0.0, 2.0])]
+    deferred = dataclasses.replace(claim_check("d", "q", 1.0, [5.0, 5.0]), deferred=True)
     sanity = [Check("s1", 1.0, 1.0), Check("s2", 1.0, 2.0)]
-    checks = [held, *half, deferred, *sanity]
-    assert [entry.verdict for entry in claim_verdicts(reproduction, checks)] == ["held", "failed", "deferred"]
-    assert [entry.seeds_held for entry in claim_verdicts(reproduction, checks)] == [2, 1, 0]
-    assert summary_line(reproduction, checks) == "claims: 1 held, 1 failed, 1 deferred (of 3); sanity: 1 of 2"
+    checks = [held, *failing, *inconclusive, deferred, *sanity]
+    verdicts = claim_verdicts(reproduction, checks)
+    assert [entry.verdict for entry in verdicts] == ["held", "failed", "inconclusive", "deferred"]
+    assert [entry.seeds_held for entry in verdicts] == [2, 0, 0, 0]
+    assert summary_line(reproduction, checks) == ("claims: 1 held, 1 failed, 1 inconclusive, 1 deferred (of 4); "
+                                                  "sanity: 1 of 2")
     assert failed(reproduction, checks)
-    assert not failed(reproduction, [held, *half[:1], deferred, sanity[0]])  # a deferred claim fails nothing
+    # neither an inconclusive nor a deferred claim fails a run; a failed sanity check does
+    assert not failed(reproduction, [held, failing[0], *inconclusive, deferred, sanity[0]])
+    assert failed(reproduction, [held, failing[0], *inconclusive, deferred, *sanity])
     assert held_claims(reproduction, checks) == ["a"]
 
 
+def test_the_untrained_control_fails_a_claim_only_by_a_finite_value():
+    reproduction = _declared(*(Claim(claim, claim.upper(), "Fig. 1") for claim in "abcd"))
+    control = [claim_check("a", "q", 0.1, [0.5, 0.51, 0.52], relation="at_most"),         # finite, wrong side
+               claim_check("b", "q", 0.1, [math.nan, math.nan, math.nan], relation="at_most"),  # 0/0: vacuous
+               claim_check("b", "q2", 0.1, [0.01, 0.02, 0.03], relation="at_most"),
+               claim_check("c", "q", 0.1, [0.0, 0.1, 0.2], relation="at_most"),            # across the bound
+               claim_check("d", "q", 0.1, [0.01, 0.02, 0.03], relation="at_most")]        # could not have failed
+    assert control_outcomes(reproduction, control) == {"a": "fails", "b": "vacuous", "c": "inconclusive",
+                                                       "d": "holds"}
+    # a finite failure beside a non-finite one is a real control
+    both = [*control[:2], claim_check("b", "q3", 0.1, [0.5, 0.51, 0.52], relation="at_most")]
+    assert control_outcomes(_declared(Claim("a", "A", "Fig. 1"), Claim("b", "B", "Fig. 2")), both) == {
+        "a": "fails", "b": "fails"}
+
+
 def test_seed_blocks():
-    assert DEFAULT_SEEDS == {"smoke": 1, "quick": 3, "full": 3}
+    assert DEFAULT_SEEDS == {"smoke": 1, "quick": 3, "long": 5, "full": 3}
     assert seed_block("quick") == range(0, 3) and seed_block("smoke") == range(0, 1)
+    assert seed_block("long") == range(0, 5)
+    assert seed_block("quick", declared={"quick": 6}) == range(0, 6)  # the reproduction's own count (Ahn et al.: 6)
+    assert seed_block("quick", 2, declared={"quick": 6}) == range(0, 2)  # --seeds over both
+    assert seed_block("long", declared={"quick": 6}) == range(0, 5)
     assert seed_block("full", 2, first_seed=10) == range(10, 12)
     for bad in [dict(seeds=0), dict(first_seed=-1)]:
         with pytest.raises(ValueError, match=next(iter(bad))):
@@ -185,7 +260,8 @@ def toy_figure(results, settings):
 
 
 TOY = _declared(Claim("learns", "it learns", "Fig. 1"),
-                Claim("never", "it never errs", "Fig. 2", needs="full", reason="a loss below -1 is out of reach"))
+                Claim("never", "it never errs", "Fig. 2", decided_at="full",
+                      reason="a loss below -1 is out of reach (every loss is ≥ 0)"))
 
 
 def test_seeds_train_in_their_own_directories_and_a_deferred_claim_is_reported_so(tmp_path):
@@ -229,74 +305,226 @@ def test_the_control_feeds_measure_the_initial_weights(tmp_path):
     assert not (tmp_path / "runs").exists()  # the control trains nothing
 
 
-# == the gallery page ==================================================================================
+# == a reproduction whose claims are decided at each scale ==============================================
 
-def test_the_gallery_page_opens_with_the_verdicts_and_tables_claims_apart_from_sanity(tmp_path):
-    name = "von-oswald-2023"
-    checks = run_reproduction(von_oswald_2023.REPRODUCTION, "smoke", tmp_path, device="cpu", progress=False, seeds=2)
-    control = run_reproduction(von_oswald_2023.REPRODUCTION, "smoke", tmp_path, device="cpu", progress=False,
-                               seeds=2, control="untrained")
-    page = gallery_page({name: GalleryEntry(von_oswald_2023.REPRODUCTION, checks, control, 0.25),
-                         "toy": GalleryEntry(TOY, toy_checks({"rows": [
-                             {"seed": 0, "quantity": "loss", "value": 1.0},
-                             {"seed": 1, "quantity": "loss", "value": 2.0}]}, None),
-                             toy_checks({"rows": [{"seed": 0, "quantity": "loss", "value": 1.0}]}, None), 0.1)})
+@dataclass(frozen=True)
+class DecidingSettings:
+    steps: int
+
+
+DECIDING_SCALES = {"smoke": DecidingSettings(4), "quick": DecidingSettings(10), "long": DecidingSettings(12),
+                   "full": DecidingSettings(40)}
+
+
+def deciding_runs(settings):
+    """Two runs on one reused batch: ``flat`` barely moves (its loss is flat: converged), ``learning`` takes large
+    steps (its loss still falls over its last fifth: not converged)."""
+    common = dict(task=TASK.name, task_params=dataclasses.asdict(TASK), model="lsa", steps=settings.steps,
+                  batch_size=256, batch_redraw_every=settings.steps, checkpoint_every=settings.steps, log_every=1)
+    return {"flat": TrainConfig(lr=1e-12, **common), "learning": TrainConfig(lr=0.05, **common)}
+
+
+def deciding_measure(measurement):
+    """Per seed: the steps trained, the learning run's loss ratio last / first (NaN untrained: there is no loss to
+    divide) and the seed's place in its block (0, 1, 2, ...)."""
+    rows = []
+    for seed, (flat, learning) in enumerate(zip(measurement.histories["flat"], measurement.histories["learning"])):
+        losses = [record["loss"] for record in learning]
+        rows += [{"seed": seed, "quantity": "steps", "value": flat[-1]["step"] if flat else 0},
+                 {"seed": seed, "quantity": "loss ratio", "value": losses[-1] / losses[0] if losses else math.nan},
+                 {"seed": seed, "quantity": "place", "value": seed}]
+    return {"rows": rows}
+
+
+def deciding_checks(results, settings):
+    values = {quantity: [row["value"] for row in results["rows"] if row["quantity"] == quantity]
+              for quantity in ("steps", "loss ratio", "place")}
+    trained = [min(steps, 1) for steps in values["steps"]]
+    return [claim_check("held", "trained", 0.5, trained, relation="at_least", source="Fig. 1"),
+            claim_check("failed", "trained", 0.5, trained, relation="at_most", source="Fig. 2"),
+            claim_check("inconclusive", "place × trained", 0.5, [place * flag for place, flag in
+                                                                  zip(values["place"], trained)],
+                        relation="at_least", source="Fig. 3"),
+            claim_check("at-long", "steps", 11, values["steps"], relation="at_least", source="Fig. 4"),
+            claim_check("at-full", "steps", 40, values["steps"], relation="at_least", source="Fig. 5"),
+            claim_check("vacuous", "loss ratio last / first", 1.0, values["loss ratio"], relation="at_most",
+                        source="Fig. 6"),
+            Check("two plus two", 4.0, 2.0 + 2.0, source="arithmetic")]
+
+
+def deciding_figure(results, settings):
+    from icl_sim.plots import Curve, Panel
+    return [Panel("seed", "steps", [Curve("steps", [0, 1], [1.0, 1.0])])]
+
+
+DECIDING = Reproduction(
+    name="deciding", paper=PAPER, summary="claims decided at each scale", caption="c", scales=DECIDING_SCALES,
+    runs=deciding_runs, measure=deciding_measure, checks=deciding_checks, figure=deciding_figure, quick_minutes=0.1,
+    long_minutes=0.1, claims=(
+        Claim("held", "trained models are trained", "Fig. 1", runs=("flat",)),
+        Claim("failed", "trained models are untrained", "Fig. 2", runs=("flat",),
+              analysis="a trained model has trained steps: the claim is false by construction."),
+        Claim("inconclusive", "later seeds are trained more", "Fig. 3", runs=("flat",)),
+        Claim("at-long", "at least 11 steps are taken", "Fig. 4", decided_at="long",
+              reason="quick takes 10 steps", runs=("flat",)),
+        Claim("at-full", "at least 40 steps are taken", "Fig. 5", decided_at="full",
+              reason="long takes 12 steps", runs=("flat",)),
+        Claim("vacuous", "training lowers the loss", "Fig. 6", runs=("learning",))))
+
+
+def test_each_claim_is_decided_at_its_scale_deferred_below_it(tmp_path):
+    quick = {check.claim: check for check in run_reproduction(DECIDING, "quick", tmp_path / "quick", device="cpu",
+                                                               progress=False) if check.kind == "claim"}
+    assert {claim: check.verdict for claim, check in quick.items()} == {
+        "held": "held", "failed": "failed", "inconclusive": "inconclusive", "at-long": "deferred",
+        "at-full": "deferred", "vacuous": "held"}
+    assert quick["at-long"].outcome == "failed"  # measured and shown below its scale, not judged
+    long = {check.claim: check for check in run_reproduction(DECIDING, "long", tmp_path / "long", device="cpu",
+                                                              progress=False) if check.kind == "claim"}
+    assert [check.per_seed for check in long.values()][3] == (12.0,) * 5  # the long scale's 5 default seeds
+    assert long["at-long"].verdict == "held" and long["at-full"].verdict == "deferred"
+    assert {check.decided_at for check in long.values()} == {"quick", "long", "full"}
+
+
+def test_each_claim_reports_the_convergence_of_the_runs_it_rests_on(tmp_path):
+    checks = run_reproduction(DECIDING, "quick", tmp_path, device="cpu", progress=False)
+    rows = {row["claim"]: row for row in json.loads((tmp_path / "checks.json").read_text()) if row["kind"] == "claim"}
+    for claim, run in (("held", "flat"), ("vacuous", "learning")):
+        expected = {}
+        for seed in range(3):  # the relative fall of the mean loss of steps 8-9 against steps 7-8's window, by hand
+            losses = [json.loads(line)["loss"] for line in
+                      (tmp_path / "runs" / run / f"seed-{seed}" / "metrics.jsonl").read_text().splitlines()]
+            before, after = losses[7], np.mean(losses[9:10])  # windows of 0.1 T = 1 step ending at 0.8 T and T
+            expected[f"{run}/seed-{seed}"] = (before - after) / abs(before)
+        assert rows[claim]["convergence"] == pytest.approx(expected, rel=1e-12, abs=1e-15)
+        assert rows[claim]["models_converged"] == [sum(value <= 0.05 for value in expected.values()), 3]
+    assert all(value == 0 for value in rows["held"]["convergence"].values())  # lr 1e-12 on one batch: flat
+    assert rows["vacuous"]["models_converged"] == [1, 3]  # large steps: two of three runs still falling by > 5 %
+    assert "models converged 1 of 3" in next(check.describe() for check in checks if check.claim == "vacuous")
+
+
+def test_the_control_of_a_claim_defined_only_after_training_is_vacuous(tmp_path):
+    run_reproduction(DECIDING, "quick", tmp_path, device="cpu", progress=False, control="untrained")
+    rows = json.loads((tmp_path / CONTROL_FILE).read_text())
+    vacuous = {row["claim"]: row["vacuous"] for row in rows if row["kind"] == "claim"}
+    assert vacuous == {"held": False, "failed": False, "inconclusive": False, "at-long": False, "at-full": False,
+                       "vacuous": True}
+    assert all(row["models_converged"] == [0, 0] for row in rows if row["kind"] == "claim")  # nothing trained
+    outcomes = control_outcomes(DECIDING, read_checks(tmp_path / CONTROL_FILE))
+    assert outcomes == {"held": "fails", "failed": "holds", "inconclusive": "fails", "at-long": "fails",
+                        "at-full": "fails", "vacuous": "vacuous"}
+
+
+# == the gallery ========================================================================================
+
+def _table(page: str, header: str) -> list[list[str]]:
+    """The rows under the Markdown table whose header line starts with ``header``, as lists of cells."""
+    import re
     lines = page.splitlines()
-    header = lines.index("| reproduction | claims held | deferred | failed | sanity checks | quick minutes |")
-    assert lines[header + 2] == f"| [{name}](#{name}) | 0 of 3 | 0 | 3 | 1 of 1 | 0.2 |"
-    assert lines[header + 3] == "| [toy](#toy) | 1 of 2 | 0 | 1 | 1 of 1 | 0.1 |"
-    claim_rows = [line for line in lines if line.startswith("| **one-gd-step**")]
-    assert len(claim_rows) == 1 and claim_rows[0].endswith("| **FAILED** | fails |")
-    assert "| relative L2 distance of predictions | 0 of 2 seeds |" in page
-    toy_rows = [line for line in lines if line.startswith("| **learns**")]
-    assert toy_rows[0].endswith("| held | **holds** |")  # the toy's untrained control holds its claim
-    assert "| two plus two | 4 | 4 ± 0 | arithmetic | passed |" in page
-    assert page.index("| claim | check |") < page.index("| sanity check |")
+    start = next(index for index, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]])
+    return rows
+
+
+def test_the_gallery_decides_each_claim_at_its_scale_and_the_readme_table_is_the_pages(tmp_path):
+    figures, runs = tmp_path / "figures", tmp_path / "runs"
+    figures.mkdir()
+    readme = tmp_path / "README.md"
+    from icl_sim.paper_repro.gallery import README_BEGIN, README_END
+    readme.write_text(f"# a project\n\n{README_BEGIN}\nold table\n{README_END}\n\nmore text\n")
+    entries = refresh_gallery({"deciding": DECIDING}, figures, runs, device="cpu", readme=readme)
+    assert list(entries["deciding"].scales) == ["quick", "long"]
+    page = (figures / "README.md").read_text()
+    summary = _table(page, "| reproduction |")
+    assert summary == [["[deciding](#deciding)", "4 / 1 / 1", "3 / 1 / 1", "1 (not rehearsed)", "1 of 1",
+                        "4 / 1 / 0 / 1", summary[0][6], summary[0][7]]]
+    assert float(summary[0][6]) >= 0 and float(summary[0][7]) >= 0
+    claims = {row[0].split("**")[1]: row for row in _table(page, "| claim | decided at |")}
+    assert {claim: (row[1], row[2]) for claim, row in claims.items()} == {
+        "held": ("quick", "held"), "failed": ("quick", "**FAILED**"), "inconclusive": ("quick", "inconclusive"),
+        "at-long": ("long", "held"), "at-full": ("full", "deferred"), "vacuous": ("quick", "held")}
+    assert claims["at-long"][5].startswith("10 [10, 10], held in 0 of 3")  # quick: shown, not judged
+    assert claims["at-long"][6].startswith("12 [12, 12], held in 5 of 5")
+    assert claims["held"][7] == "3 of 3" and claims["vacuous"][7] == "1 of 3"
+    assert claims["at-long"][7] == "5 of 5" and claims["at-full"][7] == "5 of 5 (long)"
+    assert [claims[claim][8] for claim in ("held", "failed", "vacuous")] == ["fails", "**holds**", "**vacuous**"]
+    assert "*failed: the paper's claim not reproduced at quick scale.* a trained model has trained steps" in page
+    assert "*inconclusive: the paper's claim inconclusive at quick scale.* the module records no analysis" in page
+    assert "*vacuous: its untrained control is vacuous*" in page
+    assert "*at-long, decided at long:* quick takes 10 steps" in page
+    assert "![deciding, quick scale](deciding.png)" in page and "![deciding, long scale](deciding-long.png)" in page
+    assert {path.name for path in figures.iterdir()} >= {"deciding.png", "deciding-long.png", "records.json"}
+    text = readme.read_text()
+    assert text.startswith(f"# a project\n\n{README_BEGIN}\n| reproduction | paper |") and "old table" not in text
+    assert text.endswith(f"{README_END}\n\nmore text\n")
+    table = _table(text, "| reproduction | paper |")
+    assert table[0][0] == "[`deciding`](figures/README.md#deciding)" and table[0][2:] == summary[0][1:]
 
 
 def test_the_gallery_page_keeps_each_check_in_one_table_row():
     """Quantities such as |L_LSA − L_GD| hold pipes; the page escapes them so each check stays one row."""
-    import re
     check = claim_check("one-gd-step", "gap |a − b| / b", 0.05, [0.01], relation="at_most", source="Fig. 2")
     claims = [claim_check(claim.id, "q", 1.0, [1.0]) for claim in von_oswald_2023.CLAIMS[1:]]
-    page = gallery_page({"von-oswald-2023": GalleryEntry(von_oswald_2023.REPRODUCTION, [check, *claims], [], 1.0)})
-    row = next(line for line in page.splitlines() if "gap \\|a" in line)
-    assert re.split(r"(?<!\\)\|", row)[2:7] == [" gap \\|a − b\\| / b ", " 1 of 1 seeds ", " 0.01 ", " ≤ 0.05 ",
-                                                " Fig. 2 "]
+    entry = GalleryEntry(von_oswald_2023.REPRODUCTION, {"quick": ScaleRecord([check, *claims], [], 1.0)})
+    rows = _table(gallery_page({"von-oswald-2023": entry}), "| claim | decided at |")
+    assert rows[0][1:6] == ["quick", "held", "gap \\|a − b\\| / b", "≤ 0.05", "0.01, held in 1 of 1"]
+    assert rows[0][9] == "Fig. 2"
 
 
 def test_checks_read_back_as_written(tmp_path):
     checks = [*toy_checks({"rows": [{"seed": 0, "quantity": "loss", "value": 1.5},
                                     {"seed": 1, "quantity": "loss", "value": 2.5}]}, None),
-              dataclasses.replace(claim_check("c", "q", 1.0, [0.5, math.nan]), deferred=True)]
+              dataclasses.replace(claim_check("c", "q", 1.0, [0.5, math.nan]), deferred=True, decided_at="long",
+                                  convergence={"lsa/seed-0": 0.01, "lsa/seed-1": math.nan})]
     read = read_checks(write_checks(checks, tmp_path))
     assert [check.describe() for check in read] == [check.describe() for check in checks]
-    assert read[:3] == checks[:3] and read[3].verdict == "deferred"
+    assert read[:3] == checks[:3] and read[3].verdict == "deferred" and read[3].models_converged == (1, 2)
 
 
-def test_a_named_gallery_refresh_reruns_those_and_keeps_the_others_entries(tmp_path):
+def test_a_named_gallery_refresh_reruns_those_and_keeps_the_others_records(tmp_path):
     reproductions = {"toy": TOY, "toy-b": dataclasses.replace(TOY, name="toy-b")}
     figures, runs = tmp_path / "figures", tmp_path / "runs"
     first = refresh_gallery(reproductions, figures, runs, names=["toy"], device="cpu")
     assert list(first) == ["toy"] and "toy-b" not in (figures / "README.md").read_text()
-    (runs / "toy-quick" / MINUTES_FILE).write_text(json.dumps({"minutes": 12.5}))  # toy's stored entry, marked
+    records = json.loads((figures / RECORDS_FILE).read_text())
+    records["toy"]["quick"]["minutes"] = 12.5  # toy's record, marked
+    (figures / RECORDS_FILE).write_text(json.dumps(records))
     second = refresh_gallery(reproductions, figures, runs, names=["toy-b"], device="cpu")
-    assert list(second) == ["toy", "toy-b"] and second["toy"].minutes == 12.5
-    assert [check.describe() for check in second["toy"].checks] == [check.describe() for check in first["toy"].checks]
-    page = (figures / "README.md").read_text()
-    assert "| [toy](#toy) | 1 of 2 | 1 | 0 | 1 of 1 | 12.5 |" in page and "| [toy-b](#toy-b) |" in page
-    assert sorted(path.name for path in figures.iterdir()) == ["README.md", "toy-b.pdf", "toy-b.png", "toy.pdf",
-                                                               "toy.png"]
+    assert list(second) == ["toy", "toy-b"] and second["toy"].scales["quick"].minutes == 12.5
+    assert ([check.describe() for check in second["toy"].scales["quick"].checks]
+            == [check.describe() for check in first["toy"].scales["quick"].checks])
+    summary = _table((figures / "README.md").read_text(), "| reproduction |")
+    assert [row[0] for row in summary] == ["[toy](#toy)", "[toy-b](#toy-b)"] and summary[0][6:] == ["12.5", "—"]
+    assert sorted(path.name for path in figures.iterdir() if not path.name.endswith(".lock")) == [
+        "README.md", RECORDS_FILE, "toy-b.pdf", "toy-b.png", "toy.pdf", "toy.png"]
 
+
+def test_concurrent_gallery_refreshes_of_different_names_lose_no_record(tmp_path):
+    """Each refresh records its reproduction under a lock as soon as it is done, rereading the others' records."""
+    import threading
+    reproductions = {name: dataclasses.replace(TOY, name=name) for name in ("toy", "toy-b", "toy-c")}
+    figures, runs = tmp_path / "figures", tmp_path / "runs"
+    threads = [threading.Thread(target=refresh_gallery, args=(reproductions, figures, runs),
+                                kwargs=dict(names=names, device="cpu")) for names in (["toy", "toy-c"], ["toy-b"])]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert list(json.loads((figures / RECORDS_FILE).read_text())) == ["toy", "toy-b", "toy-c"]
 
 
 def test_a_gallery_refresh_that_reuses_finished_runs_keeps_the_minutes_of_the_refresh_that_trained_them(tmp_path):
     figures, runs = tmp_path / "figures", tmp_path / "runs"
     refresh_gallery({"toy": TOY}, figures, runs, device="cpu")
     (runs / "toy-quick" / MINUTES_FILE).write_text(json.dumps({"minutes": 12.5}))  # the training refresh's minutes
-    assert refresh_gallery({"toy": TOY}, figures, runs, device="cpu")["toy"].minutes == 12.5  # reused: kept
+    minutes = lambda: refresh_gallery({"toy": TOY}, figures, runs, device="cpu")["toy"].scales["quick"].minutes
+    assert minutes() == 12.5  # reused: kept
     shutil.rmtree(runs / "toy-quick" / "runs" / "lsa" / "seed-0")
-    assert refresh_gallery({"toy": TOY}, figures, runs, device="cpu")["toy"].minutes < 12.5  # trained again: measured
+    assert minutes() < 12.5  # trained again: measured
 
 # == rehearsal of the full scale =======================================================================
 

@@ -15,7 +15,7 @@ FOLDERS = {"icl_sim": "icl_sim", "tasks": "icl_sim.tasks", "theory": "icl_sim.th
 #: bottom to top; a module belongs to the layer of its longest listed prefix
 LAYERS = [
     ("core", ["icl_sim.prompt", "icl_sim.predictor", "icl_sim.seeding", "icl_sim.validation", "icl_sim.atomic",
-              "icl_sim.params", "icl_sim.config", "icl_sim.checks", "icl_sim.memory",
+              "icl_sim.params", "icl_sim.config", "icl_sim.checks", "icl_sim.convergence", "icl_sim.memory",
               "icl_sim.tensor_validation", "icl_sim.threads", "icl_sim.failures", "icl_sim.executors",
               "icl_sim.mapping_files", "icl_sim.progress", "icl_sim.optimizers"]),
     ("theory", ["icl_sim.theory"]),

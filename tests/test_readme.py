@@ -28,3 +28,14 @@ def test_the_quickstart_writes_the_run_the_python_example_loads(tmp_path, monkey
 def test_the_python_examples_step_size_is_the_tasks_best_one_step():
     written = float(re.search(r"GD\(steps=1, lr=([0-9.]+)\)", python_example()).group(1))
     assert written == pytest.approx(von_oswald_2023.best_gd_step_size(), abs=0.005)
+
+
+def test_the_reproductions_table_is_the_gallerys():
+    """The README's reproductions table is drawn from the committed gallery records (`icl-sim repro gallery
+    --readme README.md`, or `--redraw` after a change to a claim's declaration): the two cannot disagree."""
+    from icl_sim.paper_repro import REPRODUCTIONS
+    from icl_sim.paper_repro.gallery import README_BEGIN, README_END, read_records, readme_table
+
+    lines = README.read_text().splitlines()
+    table = lines[lines.index(README_BEGIN) + 1:lines.index(README_END)]
+    assert table == readme_table(read_records(REPRODUCTIONS, README.parent / "figures"))

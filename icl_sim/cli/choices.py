@@ -16,7 +16,9 @@ READOUTS = ("direct", "fitted")
 #: icl_sim.reports.PRECONDITIONERS
 PRECONDITIONERS = ("identity", "optimal")
 #: icl_sim.paper_repro.SCALES
-SCALES = ("smoke", "quick", "full")
+SCALES = ("smoke", "quick", "long", "full")
+#: icl_sim.paper_repro.gallery.GALLERY_SCALES
+GALLERY_SCALES = ("quick", "long")
 #: icl_sim.paper_repro.runner.CONTROLS
 CONTROLS = ("untrained",)
 #: icl_sim.executors.EXECUTORS

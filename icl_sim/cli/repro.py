@@ -17,7 +17,8 @@ from icl_sim.cli.sweep import with_executor_options
 
 @click.command("list")
 def repro_list():
-    """Every reproduction: its name, paper, quick-scale time and the claims it tests (2-core CPU)."""
+    """Every reproduction: its name, paper, quick- and long-scale times (2-core CPU) and the claims it tests, each
+    with the scale that decides it."""
     click.echo("\n".join(catalogue.read()["repro"]))
 
 
@@ -25,8 +26,10 @@ def repro_list():
 @click.argument("name", required=False)
 @option("--all", "run_all", is_flag=True, help="run every reproduction, one after another")
 @option("--scale", type=click.Choice(choices.SCALES), default="quick", show_default=True,
-        help="smoke: seconds, the pipeline only; quick: CPU minutes; full: the paper's settings")
-@option("--seeds", type=click.IntRange(min=1), help="training seeds per run  [default: smoke 1, quick and full 3]")
+        help="smoke: seconds, the pipeline only; quick: CPU minutes; long: up to an hour of CPU, for the claims "
+             "decided there; full: the paper's settings")
+@option("--seeds", type=click.IntRange(min=1),
+        help="training seeds per run  [default: smoke 1, quick 3, long 5, full 3, or the reproduction's own]")
 @option("--first-seed", type=click.IntRange(min=0), default=0, show_default=True,
         help="the first seed of the block: a claim must hold on any block")
 @option("--control", type=click.Choice(choices.CONTROLS),
@@ -41,9 +44,10 @@ def repro_list():
 @progress_option
 @with_executor_options
 def repro_run(name, run_all, scale, seeds, first_seed, control, rehearse, out_dir, device, progress, executor):
-    """Run reproduction NAME (or --all): figure, results table and checks.json; print the claims held, failed and
-    deferred apart from the sanity checks; exit 1 if a claim or a sanity check fails (smoke scale: only if the
-    pipeline breaks)."""
+    """Run reproduction NAME (or --all): figure, results table and checks.json; print the claims held, failed,
+    inconclusive and deferred apart from the sanity checks; exit 1 if a claim decided at or below --scale fails or a
+    sanity check fails (smoke scale: only if the pipeline breaks).  With --all --scale long, the reproductions
+    without a long scale (every claim decided at quick or full) are skipped."""
     if run_all == (name is not None):
         raise click.UsageError("give a reproduction NAME or --all (see `icl-sim repro list`)")
     if rehearse and (scale != "full" or control):
@@ -55,6 +59,10 @@ def repro_run(name, run_all, scale, seeds, first_seed, control, rehearse, out_di
     from icl_sim.paper_repro import REPRODUCTIONS
 
     names = list(REPRODUCTIONS) if run_all else [name]
+    if name is not None:
+        REPRODUCTIONS[name].settings(scale)  # a scale it lacks: one line saying which scales decide its claims
+    skipped = [current for current in names if not REPRODUCTIONS[current].has_scale(scale)]
+    names = [current for current in names if current not in skipped]
     suffix = f"{scale}-rehearsal" if rehearse else scale
     run = _rehearse if rehearse else _control if control else _run
     failures, totals = 0, []
@@ -68,6 +76,8 @@ def repro_run(name, run_all, scale, seeds, first_seed, control, rehearse, out_di
         failures += failed
         totals += extra
         click.echo(f"    ({time.perf_counter() - start:.0f} s; results in {target})")
+    if skipped:
+        click.echo(f"no {scale} scale (their claims are decided at other scales), skipped: {', '.join(skipped)}")
     if rehearse and run_all:
         from icl_sim.paper_repro.rehearsal import total_line
 
@@ -103,19 +113,26 @@ def _run(reproduction, *, scale, target, seeds, first_seed, device, progress, ex
 
 
 def _control(reproduction, *, scale, target, seeds, first_seed, control, device, progress, **_) -> tuple[bool, list]:
-    """Measure the untrained models; fails if any claim holds for them (it could not have failed)."""
+    """Measure the untrained models; fails if any claim holds for them (it could not have failed).  A claim they fail
+    only by a non-finite value is reported vacuous: it still needs a real control."""
     from icl_sim.paper_repro import run_reproduction
-    from icl_sim.paper_repro.evidence import held_claims
+    from icl_sim.paper_repro.evidence import CONTROL_OUTCOMES, control_outcomes
 
     checks = run_reproduction(reproduction.name, scale, target, seeds=seeds, first_seed=first_seed, control=control,
                               device=device, progress=progress)
     _echo_checks(checks)
-    held = held_claims(reproduction, checks)
-    failing = [claim.id for claim in reproduction.claims if claim.id not in held]
-    click.echo(f"{reproduction.name}, {control} control: the untrained models fail "
-               f"{len(failing)} of {len(reproduction.claims)} claims ({', '.join(failing) or 'none'})"
-               + (f"; they HOLD {', '.join(held)}" if held else ""))
-    return bool(held), []
+    outcomes = control_outcomes(reproduction, checks)
+    claims = {outcome: [claim for claim, value in outcomes.items() if value == outcome] for outcome in CONTROL_OUTCOMES}
+    line = (f"{reproduction.name}, {control} control: the untrained models fail {len(claims['fails'])} of "
+            f"{len(outcomes)} claims by a finite value ({', '.join(claims['fails']) or 'none'})")
+    if claims["vacuous"]:
+        line += f"; VACUOUS (only a non-finite value fails): {', '.join(claims['vacuous'])}"
+    if claims["inconclusive"]:
+        line += f"; inconclusive: {', '.join(claims['inconclusive'])}"
+    if claims["holds"]:
+        line += f"; they HOLD {', '.join(claims['holds'])}"
+    click.echo(line)
+    return bool(claims["holds"]), []
 
 
 def _rehearse(reproduction, *, target, seeds, first_seed, device, progress, **_) -> tuple[bool, list]:
@@ -142,25 +159,37 @@ def _echo_checks(checks) -> None:
 
 @click.command("gallery")
 @click.argument("names", nargs=-1)
+@option("--scale", type=click.Choice(choices.GALLERY_SCALES), default="long", show_default=True,
+        help="long: quick for every reproduction and long where it has a long scale; quick: skip the long runs")
 @option("--figures", "figures_dir", type=OutputDirectory(), default="figures", show_default=True)
 @option("--runs", "runs_dir", type=OutputDirectory(), default="runs", show_default=True)
+@option("--readme", type=click.Path(dir_okay=False, exists=True, writable=True),
+        help="a README whose generated reproductions table to redraw from the records (the project's: README.md)")
+@option("--redraw", is_flag=True, help="run nothing: draw the page and --readme's table from the records alone")
 @device_option
 @progress_option
-def repro_gallery(names, figures_dir, runs_dir, device, progress):
-    """Regenerate the gallery: reproductions NAMES (default: every one) at quick scale over their default seeds,
-    with their untrained controls; figures and the claims and sanity tables in --figures/README.md, which also
-    shows every other reproduction an earlier gallery left in --runs."""
+def repro_gallery(names, scale, figures_dir, runs_dir, readme, redraw, device, progress):
+    """Regenerate the gallery: reproductions NAMES (default: every one) at quick scale, and at long where they have
+    it, over their default seeds, with their untrained controls; their records in --figures/records.json (every
+    other reproduction's kept, so refreshes of different NAMES may run at once), the figures, and the page
+    --figures/README.md drawn from all records."""
+    if redraw and names:
+        raise click.UsageError("--redraw draws every reproduction from the records: it takes no NAMES")
     for name in names:
         catalogue.check_name("reproductions", "names", name)
     from icl_sim.paper_repro import REPRODUCTIONS
-    from icl_sim.paper_repro.evidence import summary_line
-    from icl_sim.paper_repro.gallery import refresh_gallery
+    from icl_sim.paper_repro.gallery import redraw_gallery, refresh_gallery
 
-    entries = refresh_gallery(REPRODUCTIONS, figures_dir, runs_dir, names=list(names) or None, device=device,
-                              progress=progress)
+    entries = (redraw_gallery(REPRODUCTIONS, figures_dir, readme=readme) if redraw else
+               refresh_gallery(REPRODUCTIONS, figures_dir, runs_dir, names=list(names) or None, scale=scale,
+                               device=device, progress=progress, readme=readme))
     for name, entry in entries.items():
-        click.echo(f"{name}: {summary_line(REPRODUCTIONS[name], entry.checks)}  ({entry.minutes:.1f} min)")
+        verdicts = [report.verdict for report in entry.claims()]
+        counts = ", ".join(f"{verdicts.count(verdict)} {verdict}" for verdict in
+                           ("held", "failed", "inconclusive", "deferred", "not run") if verdict in verdicts)
+        minutes = ", ".join(f"{scale} {record.minutes:.1f} min" for scale, record in entry.scales.items())
+        click.echo(f"{name}: claims at their deciding scales: {counts} (of {len(verdicts)})  ({minutes})")
     missing = [name for name in REPRODUCTIONS if name not in entries]
     if missing:
-        click.echo(f"not in the gallery (no earlier run in {runs_dir}): {', '.join(missing)}")
-    click.echo(f"gallery in {Path(figures_dir) / 'README.md'}")
+        click.echo(f"not in the gallery (no record in {Path(figures_dir) / 'records.json'}): {', '.join(missing)}")
+    click.echo(f"gallery in {Path(figures_dir) / 'README.md'}" + (f"; table in {readme}" if readme else ""))
