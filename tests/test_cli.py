@@ -83,7 +83,8 @@ def test_gpt_defaults_to_loss_on_all_positions(tmp_path):
 def test_repro_list_names_the_papers_and_their_claims():
     result = invoke("repro", "list")
     assert result.exit_code == 0 and "von-oswald-2023" in result.output
-    assert "    claim one-gd-step: A trained one-layer LSA predicts as one step of GD" in result.output
+    assert ("    claim one-gd-step (decided at quick): A trained one-layer LSA predicts as one step of GD"
+            in result.output)
 
 
 @pytest.fixture(scope="module")

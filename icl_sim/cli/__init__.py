@@ -32,15 +32,17 @@ COMMANDS = {
                                    "per layer."),
 }
 REPRO_COMMANDS = {
-    "list": LazyCommand("icl_sim.cli.repro:repro_list", "Every reproduction: its name, paper, quick-scale time "
-                        "and the claims it tests (2-core CPU)."),
+    "list": LazyCommand("icl_sim.cli.repro:repro_list", "Every reproduction: its name, paper, quick- and long-scale "
+                        "times (2-core CPU) and the claims it tests, each with the scale that decides it."),
     "run": LazyCommand("icl_sim.cli.repro:repro_run", "Run reproduction NAME (or --all): figure, results table "
-                       "and checks.json; print the claims held, failed and deferred apart from the sanity checks; "
-                       "exit 1 if a claim or a sanity check fails (smoke scale: only if the pipeline breaks)."),
+                       "and checks.json; print the claims held, failed, inconclusive and deferred apart from the "
+                       "sanity checks; exit 1 if a claim decided at or below --scale fails or a sanity check fails "
+                       "(smoke scale: only if the pipeline breaks)."),
     "gallery": LazyCommand("icl_sim.cli.repro:repro_gallery", "Regenerate the gallery: reproductions NAMES "
-                           "(default: every one) at quick scale over their default seeds, with their untrained "
-                           "controls; figures and the claims and sanity tables in --figures/README.md, which also "
-                           "shows every other reproduction an earlier gallery left in --runs."),
+                           "(default: every one) at quick scale, and at long where they have it, over their default "
+                           "seeds, with their untrained controls; their records in --figures/records.json (every "
+                           "other reproduction's kept, so refreshes of different NAMES may run at once), the "
+                           "figures, and the page --figures/README.md drawn from all records."),
 }
 THEORY_COMMANDS = {
     "list": LazyCommand("icl_sim.cli.theory:theory_list", "Every claim with its source."),
