@@ -119,10 +119,12 @@ class Curve:
         return self.color_key or self.label
 
 
-def seed_curve(label: str, x: Sequence[float], per_seed: Sequence[Sequence[float]], **options) -> Curve:
+def seed_curve(label: str, x: Sequence[float], per_seed: Sequence[Sequence[float]], *,
+               bounds: tuple[float, float] | None = None, **options) -> Curve:
     """The mean over seeds of per-seed curves (``per_seed[k][i]``: seed k at ``x[i]``) with its 95 % Student-t
-    interval as the band (none for a single seed); ``options`` as for :class:`Curve`.  The figure's caption
-    says over how many seeds (:func:`draw_figure`)."""
+    interval as the band (none for a single seed), clipped to ``bounds`` where the quantity has a range (a cosine's
+    [−1, 1], a probability's [0, 1]); ``options`` as for :class:`Curve`.  The figure's caption says over how many
+    seeds (:func:`draw_figure`)."""
     import torch
     from scipy import stats
 
@@ -133,8 +135,10 @@ def seed_curve(label: str, x: Sequence[float], per_seed: Sequence[Sequence[float
     if seeds < 2:
         return Curve(label, list(x), mean.tolist(), seeds=seeds, **options)
     half = float(stats.t.ppf(0.975, seeds - 1)) * values.std(dim=0) / seeds ** 0.5
-    return Curve(label, list(x), mean.tolist(), (mean - half).tolist(), (mean + half).tolist(), seeds=seeds,
-                 **options)
+    low, high = mean - half, mean + half
+    if bounds is not None:
+        low, high = low.clamp(*bounds), high.clamp(*bounds)
+    return Curve(label, list(x), mean.tolist(), low.tolist(), high.tolist(), seeds=seeds, **options)
 
 
 def seeds_note(panels: Sequence["Panel"]) -> str:

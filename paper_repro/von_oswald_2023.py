@@ -26,15 +26,19 @@ distance at most 0.1 of GD's own size, a cosine ≥ 0.99 (sensitivities) or ≥ 
   mean ‖∂ŷ_GD‖) ≤ 0.1.  The paper's own measures, mean |ŷ_LSA − ŷ_GD| and mean ‖∂ŷ_LSA − ∂ŷ_GD‖ (Fig. 2,
   center left), are in the results and the figure.
 * ``gd-weights``: the effective map P·(·)·Q against the construction of Prop. 1 at η* (invariant to the
-  rescaling P → cP, Q → Q/c): cosine ≥ 0.98; and the interpolated model of App. A.3, θ_I = (θ + θ_GD)/2
-  after the trained Q is divided and P multiplied by β, the mean diagonal of Q's x block, has GD's loss
-  within 5 %.
-* ``out-of-distribution`` (Fig. 2, outer right): inputs scaled by α ∈ {0.5, …, 2}; the trained layer's and
-  the interpolated model's losses within 5 % of GD's at the same η* for every α, the predictions within
-  0.1.
+  rescaling P → cP, Q → Q/c): cosine ≥ 0.98.
 
-Sanity: η*, the minimiser of the empirical one-step risk on 50 000 prompts (the authors line-search it on
-10⁴), against the closed form.
+The contrast a converged model of another mechanism fails: a layer that fits the prompts otherwise (any other
+linear map of the context moments: a preconditioned step, a ridge-like shrinkage, a step at another η) has other
+predictions and sensitivities (distance > 0.1, cosine < 0.99) and another effective map (cosine < 0.98).
+
+Sanity checks, consequences of ``gd-weights`` and not evidence of their own (a linear layer whose rescaled
+weights are the construction predicts as GD on every input): the interpolated model of App. A.3, θ_I = (θ +
+θ_GD)/2 after the trained Q is divided and P multiplied by β, the mean diagonal of Q's x block, has GD's loss
+within 5 %; out of distribution (Fig. 2, outer right: inputs scaled by α ∈ {0.5, …, 2}) the trained layer's
+and the interpolated model's losses stay within 5 % of GD's at the same η* for every α and seed, the
+predictions within 0.1.  And η*, the minimiser of the empirical one-step risk on 50 000 prompts (the authors
+line-search it on 10⁴), against the closed form.
 
 The GD++ result of a recurrent two-layer LSA (App. A.10) and the softmax-attention ablation are the
 reproduction ``von-oswald-2023-ablations`` (``von_oswald_2023_ablations``).  Fig. 2's center-right panel (the
@@ -52,6 +56,17 @@ sensitivities' relative L2 distances 0.020–0.024 (0.021–0.022), sensitivity 
 ≥ 0.9993, the interpolation's loss gap ≤ 2.0e-4 (3.1e-4); out of distribution the largest loss gaps 0.009–0.020
 (0.005–0.016), the interpolation's 0.005–0.010 (0.003–0.008).  η* = 6.088 ± 0.029 against the closed form's
 6.061.  Untrained, every claim fails (loss gap 1.02, cosines about 0, the interpolation's loss gap 42–614).
+
+History.  Until 2026-12-04 the interpolation and out-of-distribution checks were claim evidence, the latter a
+claim of its own (``out-of-distribution``, held on seeds 0–2 and 100–102 with the numbers above); a referee's
+reading found that they follow from the weight check once the rescaled weights equal the construction, so they
+are sanity checks now and the claims are two.  No setting changed.  Decided at quick on two seed blocks never
+run before (2026-12-04): seeds 200–202 (300–302) hold both claims, every run converged (its smoothed loss fell
+by at most 5 % over its last fifth): loss gaps ≤ 1.1e-3 (1.2e-3), the predictions' relative L2 distances
+0.019–0.021 (0.022–0.023), the sensitivities' 0.019–0.020 (0.021–0.022), their cosines 0.9998, weight cosines
+0.9996–0.9997 (0.9995); sanity: the interpolation's largest loss gap 6.5e-4 (4.4e-4), out of distribution the
+largest loss gap 0.014 (0.009), the interpolation's 0.007 (0.005), the predictions' distance 0.021 (0.023).
+The untrained control fails both claims by finite values on both blocks.
 """
 from __future__ import annotations
 
@@ -98,10 +113,8 @@ CLAIMS = (
     Claim("one-gd-step", "A trained one-layer LSA predicts as one step of GD with the risk-optimal η*: equal loss, "
           "equal predictions, aligned input sensitivities", FIGURE_2),
     Claim("gd-weights", "Its trained weights are the GD construction of Prop. 1 at η*, up to the P → cP, Q → Q/c "
-          "rescaling, and interpolating them with the construction keeps GD's loss",
-          "von Oswald et al. 2023, Prop. 1, Fig. 2 and App. A.3"),
-    Claim("out-of-distribution", "Out of distribution (inputs scaled by α) the trained layer, its interpolation and GD "
-          "at η* keep agreeing, their losses growing together", "von Oswald et al. 2023, Fig. 2 (outer right)"),
+          "rescaling (so that, as Fig. 2 shows, interpolating them with the construction keeps GD's loss and out of "
+          "distribution its loss grows with GD's)", "von Oswald et al. 2023, Prop. 1, Fig. 2 and App. A.3"),
 )
 
 
@@ -270,9 +283,9 @@ def _loss_gaps(results: dict, model: str, prefix: str = "", alpha: float = 1.0) 
                                                     _per_seed(results, f"{prefix}loss_gd", alpha))]
 
 
-def _largest_over_scales(per_alpha: list[list[float]]) -> list[float]:
-    """Per seed, the largest value over the input scales."""
-    return [max(values) for values in zip(*per_alpha)]
+def _largest(per_alpha: list[list[float]]) -> float:
+    """The largest value over the input scales and the seeds."""
+    return max(max(values) for values in per_alpha)
 
 
 def checks(results: dict, settings: Settings) -> list[Check]:
@@ -290,19 +303,17 @@ def checks(results: dict, settings: Settings) -> list[Check]:
         claim_check("gd-weights", "cosine of the trained weights with the GD construction at η*", WEIGHT_COSINE,
                     _per_seed(results, "weight_cosine"), relation="at_least",
                     source="von Oswald et al. 2023, Prop. 1 and Fig. 2"),
-        claim_check("gd-weights", "interpolated weights (App. A.3): relative loss gap to GD", LOSS_GAP,
-                    _loss_gaps(results, "interpolated"), relation="at_most", source=INTERPOLATION),
-        claim_check("out-of-distribution", f"out of distribution, largest relative loss gap over α ∈ {scales}",
-                    LOSS_GAP, _largest_over_scales([_loss_gaps(results, "model", "ood_", a) for a in scales]),
-                    relation="at_most", source=OUT_OF_DISTRIBUTION),
-        claim_check("out-of-distribution", "out of distribution, interpolated weights: largest relative loss gap "
-                    "over α", LOSS_GAP,
-                    _largest_over_scales([_loss_gaps(results, "interpolated", "ood_", a) for a in scales]),
-                    relation="at_most", source=OUT_OF_DISTRIBUTION),
-        claim_check("out-of-distribution", "out of distribution, largest relative L2 distance of predictions over α",
-                    DISTANCE, _largest_over_scales([_per_seed(results, "ood_relative_prediction_distance", a)
-                                                    for a in scales]),
-                    relation="at_most", source=OUT_OF_DISTRIBUTION),
+        Check("interpolated weights (App. A.3): largest relative loss gap to GD over seeds", LOSS_GAP,
+              max(_loss_gaps(results, "interpolated")), relation="at_most", source=INTERPOLATION),
+        Check(f"out of distribution, largest relative loss gap over α ∈ {scales} and seeds", LOSS_GAP,
+              _largest([_loss_gaps(results, "model", "ood_", a) for a in scales]), relation="at_most",
+              source=OUT_OF_DISTRIBUTION),
+        Check("out of distribution, interpolated weights: largest relative loss gap over α and seeds", LOSS_GAP,
+              _largest([_loss_gaps(results, "interpolated", "ood_", a) for a in scales]), relation="at_most",
+              source=OUT_OF_DISTRIBUTION),
+        Check("out of distribution, largest relative L2 distance of predictions over α and seeds", DISTANCE,
+              _largest([_per_seed(results, "ood_relative_prediction_distance", a) for a in scales]),
+              relation="at_most", source=OUT_OF_DISTRIBUTION),
         Check("η*: empirical minimiser of one GD step's risk against nσ²/(μ₄ + (d + n − 2)σ⁴), x ~ U(−0.5, 0.5)",
               one_step_optimal_step(TASK.dim, TASK.points - 1, TASK.x_bound), eta, 3 * eta_error,
               standard_error=eta_error, source="closed form (one_step_optimal_step); the authors' src/data.py"),
@@ -315,8 +326,8 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
     histories = results["histories"]
     steps = [r["step"] for r in histories[0]]
 
-    def over_training(key: str, label: str) -> Curve:
-        return seed_curve(label, steps, [[r[key] for r in history] for history in histories])
+    def over_training(key: str, label: str, **options) -> Curve:
+        return seed_curve(label, steps, [[r[key] for r in history] for history in histories], **options)
 
     def over_scales(label: str, per_alpha: list[list[float]]) -> Curve:
         return seed_curve(label, list(INPUT_SCALES), [list(seed) for seed in zip(*per_alpha)])
@@ -337,7 +348,8 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
             over_training("sensitivity_distance", "sensitivities, mean ‖∂ŷ_LSA/∂x_q − ∂ŷ_GD/∂x_q‖")],
             yscale="log"),
         Panel("training step", "cos(∂ŷ_LSA/∂x_q, ∂ŷ_GD/∂x_q)",
-              [over_training("sensitivity_cosine", "sensitivity cosine")], targets=[Target(f"required ≥ {SENSITIVITY_COSINE}", SENSITIVITY_COSINE, SENSITIVITY_COSINE, 1.0)]),
+              [over_training("sensitivity_cosine", "sensitivity cosine", bounds=(-1.0, 1.0))],
+              targets=[Target(f"required ≥ {SENSITIVITY_COSINE}", SENSITIVITY_COSINE, SENSITIVITY_COSINE, 1.0)]),
         Panel("input scale α at test (trained at α = 1)", "loss (½·MSE)", [
             over_scales("trained LSA", losses("ood_loss_model")),
             over_scales("interpolated weights", losses("ood_loss_interpolated")),

@@ -116,6 +116,15 @@ def test_a_seed_curve_is_the_mean_with_its_student_t_interval():
         seed_curve("model", [1, 2], [[1.0, 2.0, 3.0]])
 
 
+def test_a_bounded_quantitys_band_stays_in_its_range():
+    """Cosines of 0.5, 0.99 and 1.0: the interval [0.12, 1.54] of their mean is cut at 1; the mean is not moved."""
+    per_seed = [[0.5], [0.99], [1.0]]
+    values = np.array(per_seed)
+    low, high = stats.t.interval(0.95, 2, loc=values.mean(axis=0), scale=stats.sem(values, axis=0))
+    curve = seed_curve("cosine", [1], per_seed, bounds=(-1.0, 1.0))
+    assert high[0] > 1 and curve.high == [1.0] and np.allclose(curve.low, low) and np.allclose(curve.y, values.mean())
+
+
 def test_the_caption_says_over_how_many_seeds():
     three = Panel("x", "y", [seed_curve("m", [1, 2], [[1.0, 2.0]] * 3), Curve("b", [1, 2], [1.0, 1.0])])
     assert seeds_note([three]) == ("Trained models: the mean over 3 training seeds, shaded (or barred) its 95 % "
