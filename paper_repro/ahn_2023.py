@@ -40,13 +40,14 @@ Claims (``CLAIMS``), each a claim check per training seed (one value from each s
   distance and threshold), so the model is L steps of Σ⁻¹-preconditioned GD; and, a contrast fixed
   before running, its risk is nearer (in log) to L tuned Σ⁻¹-preconditioned GD steps than to L tuned
   plain GD steps: |log(R/R_pgd)| − |log(R/R_gd)| ≤ 0 per seed's mean.
-* ``layers-beat-preconditioned-gd`` (the number-of-layers figure, ``variable_L_exp.ipynb``): the free
-  L-layer transformer's loss against L steps of GD and of Σ⁻¹-preconditioned GD.  The authors tune
-  one step size on a grid; we tune one step size per step (``tune_steps``, L-BFGS on held-out
-  "tuning" prompts; a stronger baseline).  Checked: for L ≥ 2 the trained L-layer model's test risk
-  is at most that of L tuned preconditioned GD steps (paired on the same test prompts); the
-  threshold 0 is the contrast itself.  The paper does not state a monotone growth of the per-layer
-  step sizes; we report each layer's fitted scale without a check.
+
+Sanity: the number-of-layers figure (``variable_L_exp.ipynb``), the free L-layer transformer's loss against L
+steps of GD and of Σ⁻¹-preconditioned GD.  The authors tune one step size on a grid; we tune one step size per
+step (``tune_steps``, L-BFGS on held-out "tuning" prompts; a stronger baseline).  For L ≥ 2 the trained
+L-layer model's test risk is at most that of L tuned preconditioned GD steps on every seed (paired on the same
+test prompts).  L preconditioned steps are a special case of the free L-layer class (B_ℓ = 0, A_ℓ = a_ℓ Σ⁻¹),
+so any converged model passes: a sanity check of the training, not evidence of the mechanism.  The paper does
+not state a monotone growth of the per-layer step sizes; we report each layer's fitted scale without a check.
 
 Scales.  ``full`` is the authors' notebooks, run by run: Σ eigenvalues (1, 1, 1/4, 1/16, 1), batch
 20 000 prompts redrawn every 100 steps (``batch_redraw_every``), init std 1e-4, AdamW β = (0.99, 0.9),
@@ -97,8 +98,9 @@ load average of 8-10 from other jobs on the 2 cores), and seeds 100-102 where sa
   0.1312 (L = 3) against 0.1343 and 0.442, log contrast −0.84 and −1.19), but not on seeds 100-102
   (``--first-seed 100``): L = 3, layers 2 and 3, 0.023, 0.103, 0.017 and 0.013, 0.108, 0.018 — seed 101's
   deeper layers are still converging after 2000 steps (the contrast holds: −0.84; −1.19, −1.00, −1.19).
-* ``layers-beat-preconditioned-gd`` — held: free-model risk 0.056-0.059 (L = 2) and 0.0007 (L = 3) against
-  0.365 and 0.134.
+* the number-of-layers comparison (a claim, ``layers-beat-preconditioned-gd``, until 2026-12-04, when a
+  referee's reading found it class inclusion; a sanity check since, no setting changed) — free-model risk
+  0.056-0.059 (L = 2) and 0.0007 (L = 3) against 0.365 and 0.134.
 
 The per-layer scale of Σ^(1/2)A_ℓΣ^(1/2) grows with depth (free L = 3: 0.37, 2.35, 9.3; B = 0, L = 3: 0.42-0.70,
 0.43-0.70, 1.72); it is reported, not checked.
@@ -154,8 +156,6 @@ CLAIMS = (
           reason="held on seeds 0-2 (distances 0.007-0.025), failed on seeds 100-102: seed 101's B = 0, L = 3 "
                  "layers 2 and 3 at 0.103 and 0.108 > 0.1 (95 % CIs up to 0.167 and 0.180) after 2000 Adam steps; "
                  "the risk contrast holds on both blocks (−0.84; −1.19 and −1.13)"),
-    Claim("layers-beat-preconditioned-gd", "For L ≥ 2 the trained L-layer LSA's risk is at most that of L tuned "
-          "Σ⁻¹-preconditioned GD steps", LAYERS_FIGURE),
 )
 
 
@@ -411,10 +411,10 @@ def checks(results: dict, settings: Settings) -> list[Check]:
                                source=THM_3))
     for layers in settings.layers:
         if layers >= 2:
-            out.append(claim_check("layers-beat-preconditioned-gd",
-                                   f"L={layers}: risk(L-layer LSA) − risk(L tuned Σ⁻¹-preconditioned GD steps)", 0.0,
-                                   _per_seed(results, f"layers-{layers}", "risk_minus_preconditioned_gd"),
-                                   relation="at_most", source=LAYERS_FIGURE))
+            out.append(Check(f"L={layers}: largest risk(L-layer LSA) − risk(L tuned Σ⁻¹-preconditioned GD steps) "
+                             "over seeds (a special case of the trained class)", 0.0,
+                             max(_per_seed(results, f"layers-{layers}", "risk_minus_preconditioned_gd")),
+                             relation="at_most", source=LAYERS_FIGURE))
     return out
 
 

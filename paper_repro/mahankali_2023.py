@@ -85,7 +85,7 @@ from icl_sim.tasks import LinearRegression
 from icl_sim.theory.formulas import (inverse_covariance_prior_preconditioner, one_step_gd_risk, optimal_preconditioner,
                                      optimal_step)
 
-from .measures import RISK_SIGMAS, layer_preconditioners, query_squared_errors, scaled_distance, seed_values
+from .measures import layer_preconditioners, query_squared_errors, risk_sanity_check, scaled_distance, seed_values
 from .spec import Claim, Paper, Reproduction
 
 PAPER = Paper("A. Mahankali, T. B. Hashimoto, T. Ma", "One step of gradient descent is provably the optimal "
@@ -256,11 +256,9 @@ def _per_seed(results: dict, run: str, quantity: str) -> list[float]:
 def _risk_check(results: dict, run: str, label: str, source: str) -> Check:
     """The seeds' mean test risk against R*, within 3 s.e. (their mean) plus ``RISK_SLACK`` of R*: a sanity check,
     since a layer at η* (or η*Σ⁻¹) attains R* by the closed form, so the risk follows from the step checks."""
-    expected, errors = _first(results, run, "risk_formula"), _per_seed(results, run, "risk_standard_error")
-    risks = _per_seed(results, run, "risk")
-    tolerance = RISK_SIGMAS * sum(errors) / len(errors) + RISK_SLACK * expected
-    return Check(f"test risk E(ŷ − y_q)², {label} (mean over seeds)", expected, sum(risks) / len(risks), tolerance,
-                 source=source)
+    return risk_sanity_check(f"test risk E(ŷ − y_q)², {label}", _first(results, run, "risk_formula"),
+                             _per_seed(results, run, "risk"), _per_seed(results, run, "risk_standard_error"),
+                             slack=RISK_SLACK, source=source)
 
 
 def checks(results: dict, settings: Settings) -> list[Check]:

@@ -31,14 +31,28 @@ def query_squared_errors(predictor, prompt: Prompt, position: int = -1) -> torch
 
 
 
+def risk_tolerance(expected: float, standard_errors, slack: float) -> float:
+    """How far Monte Carlo risks may stray from a closed form ``expected``: 3 s.e. of a seed's estimate (their mean
+    over seeds) plus ``slack`` (relative) of the closed form."""
+    errors = list(standard_errors)
+    return RISK_SIGMAS * sum(errors) / len(errors) + slack * abs(expected)
+
+
 def risk_claim_check(claim: str, quantity: str, expected: float, per_seed, standard_errors, *, slack: float,
                      source: str) -> Check:
-    """Trained models' Monte Carlo risks, one per seed, against a closed form (claim ``claim``): a band of 3 s.e.
-    of a seed's estimate (their mean over seeds) plus ``slack`` (relative) around it, which the interval of the
-    seeds' mean must lie within."""
-    errors = list(standard_errors)
-    tolerance = RISK_SIGMAS * sum(errors) / len(errors) + slack * abs(expected)
-    return claim_check(claim, quantity, expected, per_seed, relation="close", tolerance=tolerance, source=source)
+    """Trained models' Monte Carlo risks, one per seed, against a closed form (claim ``claim``): the interval of the
+    seeds' mean must lie within :func:`risk_tolerance` of it."""
+    return claim_check(claim, quantity, expected, per_seed, relation="close",
+                       tolerance=risk_tolerance(expected, standard_errors, slack), source=source)
+
+
+def risk_sanity_check(quantity: str, expected: float, per_seed, standard_errors, *, slack: float,
+                      source: str) -> Check:
+    """The seeds' mean Monte Carlo risk against a closed form, within :func:`risk_tolerance`: a sanity check, for a
+    risk that follows in closed form from weights another check has shown."""
+    values = list(per_seed)
+    return Check(f"{quantity} (mean over seeds)", expected, sum(values) / len(values),
+                 risk_tolerance(expected, standard_errors, slack), source=source)
 
 
 def layer_preconditioners(model) -> list[torch.Tensor]:

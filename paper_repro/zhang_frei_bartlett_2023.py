@@ -29,34 +29,43 @@ Claims (``CLAIMS``; each a claim check per training seed; closed forms in icl-si
   Γ* = ((1 + 1/N) Λ + tr Λ/N · I)⁻¹ (``optimal_preconditioner``): the trained layer's effective
   preconditioner B (``effective_layer_maps``, invariant to P → cP, Q → Q/c) against Γ*, entry by entry
   (relative Frobenius error ≤ 0.05), for Λ = I and for a fixed anisotropic Λ.
-* ``risk-over-length`` (Thm 4.1) — its risk on prompts of any length M, (1 + 1/M) tr(ΓΛ²ΓΛ) +
+* ``random-covariance`` (§4.3, covariances varying across prompts) — trained on prompts whose covariance
+  is drawn per prompt, Λ = U diag(λ) Uᵀ with U Haar-random (``rotation="per-prompt"``), the layer cannot
+  adapt Γ to each prompt's Λ: the risk averaged over Λ is a strictly convex quadratic in Γ, minimised by
+  Γ = γ_r I with γ_r = Σλ² / ((1 + 1/N) Σλ³ + Σλ Σλ²/N) (rotation invariance; ``random_covariance_step``):
+  ‖B − γ_r I‖/‖γ_r I‖ ≤ 0.05.
+
+The contrast a converged layer of another mechanism fails: any other Γ (a least-squares-like Λ⁻¹, the
+unpreconditioned step, a Γ adapted to one Λ in the random-covariance run) is off Γ* or γ_r I by far more
+than 5 %.
+
+Sanity checks: the risks.  The layer predicts ŷ = x_qᵀ B h, so its risk on any test law is a closed form in B
+alone; once B ≈ Γ* (or γ_r I) the risks follow and cannot fail on their own.  They are the paper's consequences
+of Thm 4.1, shown as sanity checks on the seeds' mean risk (counted apart from the two claims):
+
+* risk over prompt length (Thm 4.1) — its risk on prompts of any length M, (1 + 1/M) tr(ΓΛ²ΓΛ) +
   tr Λ/M · tr(ΓΛΓΛ) − 2 tr(ΓΛ²) + tr Λ (``lsa_optimum_risk``), for M from N/4 to 8N.
-* ``tolerated-shifts`` (§4.2, task and query shifts) — trained on Λ = I, w ~ N(0, I), tested with another
+* tolerated shifts (§4.2, task and query shifts) — trained on Λ = I, w ~ N(0, I), tested with another
   task law (w sparse: one non-zero N(0, s²) entry, s = 2, E wwᵀ = Ξ = s²/d · I) or another query law
   (x_q ~ N(μ, I), μ = 2e₁, E x_q x_qᵀ = Q = I + μμᵀ), the context x ~ N(0, I) as in training: the risk is
   ``shifted_risk``, R = tr(Q [γ²((1+1/M)Ξ + tr Ξ/M · I) − 2γΞ + Ξ]) for Γ* = γI, which depends on the
   shifted laws only through Ξ and Q and tends to (1 − γ)² tr(QΞ), the same fraction (1 − γ)² of the
   trivial risk tr(QΞ) as without a shift: these shifts are tolerated.  Checked at M = 8N.
-* ``covariate-shift`` (§4.2) — trained on Λ = I and tested on x ~ N(0, c I), the risk is
+* covariate shift (§4.2) — trained on Λ = I and tested on x ~ N(0, c I), the risk is
   R_M(c) = d c [(cγ − 1)² + (d + 1) c² γ² / M] with γ = N/(N + d + 1), and R∞(c) = d c (cγ − 1)²
   (``covariate_shift_risk``): the layer does not adapt to the new covariance, so the error grows like
   c³ and its fraction of the trivial risk, (cγ − 1)², is not that of the training law.  Checked at M = 8N
   for c from 1/4 to 4; R∞ is drawn.
-* ``random-covariance`` (§4.3, covariances varying across prompts) — trained on prompts whose covariance
-  is drawn per prompt, Λ = U diag(λ) Uᵀ with U Haar-random (``rotation="per-prompt"``), the layer cannot
-  adapt Γ to each prompt's Λ: the risk averaged over Λ is a strictly convex quadratic in Γ, minimised by
-  Γ = γ_r I with γ_r = Σλ² / ((1 + 1/N) Σλ³ + Σλ Σλ²/N) (rotation invariance; ``random_covariance_step``),
-  whose risk on M points is ``preconditioner_risk(γ_r I, diag λ, M)`` and stays at Σλ(γ_r λ − 1)² > 0 as
-  M → ∞, where least squares reaches 0.  Checked: ‖B − γ_r I‖/‖γ_r I‖ ≤ 0.05 and the risk at M = N and
-  M = 8N against the closed form.
+* random covariance (§4.3) — the risk of γ_r I on M points, ``preconditioner_risk(γ_r I, diag λ, M)``, at
+  M = N and M = 8N; it stays at Σλ(γ_r λ − 1)² > 0 as M → ∞, where least squares reaches 0.
 
 Thresholds.  The expected values are the closed forms above; the accepted deviations are this
 reproduction's, set when it was written (the paper states no number for them): ‖B − Γ*‖/‖Γ*‖ ≤ 0.05, a
 risk within 3 standard errors of its Monte Carlo estimate plus 2 % of the formula, and plus 5 % under
 covariate shift (a shifted risk amplifies the trained Γ's residual error, dR/dγ ∝ c³).  Each check takes
 one value per training seed, each from that seed's layer alone, and holds when the 95 % interval of
-their mean does.  An untrained layer (B ≈ 0) fails every claim: its error against Γ* is ≈ 1 and its risk
-is the trivial one (tr Λ, tr(QΞ), c·d) at every M.
+their mean does; a risk's sanity check takes the seeds' mean.  An untrained layer (B ≈ 0) fails both
+claims: its error against Γ* is ≈ 1 (and its risk the trivial one, tr Λ, tr(QΞ), c·d, at every M).
 
 Scales.  ZFB release no code for the LSA (their experiments, §5, train GPT-2 on random covariances), so
 ``full`` is this reproduction's choice: d = 10, N = 40, 24 000 steps of batch 4096 at peak step 0.0025.  Quick
@@ -72,6 +81,11 @@ estimate above predicts 0.022); the risk curves within 1-4 % of the formula from
 shift at M = 160 from c = 1/4 (0.832 against 0.817) to c = 4 (94.95 against 93.37; R∞(4) = 86.3); random
 covariance ‖B − γ_r I‖/‖γ_r I‖ = 0.0034 and risk 0.959 / 0.467 at M = 20 / 160 against 0.950 / 0.463 (the
 limit Σλ(γ_r λ − 1)² = 0.394).  The untrained control fails all five claims.
+
+History.  Until 2026-12-04 the risks were claim evidence of three claims of their own (``risk-over-length``,
+``tolerated-shifts``, ``covariate-shift``, held at quick on seeds 0-2 and 100-102 with the numbers above); a
+referee's reading found them closed forms evaluated once B ≈ Γ*, so they are sanity checks now and the claims
+are two.  No setting changed.
 """
 from __future__ import annotations
 
@@ -88,7 +102,7 @@ from icl_sim.tasks import LinearRegression
 from icl_sim.theory.formulas import (covariate_shift_risk, lsa_optimum_risk, optimal_preconditioner,
                                      preconditioner_risk)
 
-from .measures import layer_preconditioners, relative_error, risk_claim_check, seed_values
+from .measures import layer_preconditioners, relative_error, risk_sanity_check, seed_values
 from .spec import Claim, Paper, Reproduction
 
 PAPER = Paper("R. Zhang, S. Frei, P. L. Bartlett", "Trained transformers learn linear models in-context",
@@ -106,17 +120,10 @@ QUERY_MEAN = 2.0  # the shifted query law: x_q ~ N(QUERY_MEAN e₁, I)
 
 CLAIMS = (
     Claim("global-optimum", "Gradient flow on one LSA layer from the paper's initialisation reaches the global "
-          "optimum Γ* = ((1+1/N)Λ + trΛ/N·I)⁻¹, for isotropic and anisotropic Λ", "Zhang, Frei & Bartlett 2024, Thm 4.1"),
-    Claim("risk-over-length", "The trained layer's risk on prompts of any length M is that of Γ*, "
-          "(1+1/M) tr(ΓΛ²ΓΛ) + trΛ/M · tr(ΓΛΓΛ) − 2 tr(ΓΛ²) + trΛ, which stays above 0 as M grows",
-          "Zhang, Frei & Bartlett 2024, Thm 4.1"),
-    Claim("tolerated-shifts", "Task shifts (another law of w) and query shifts (another law of x_q) are tolerated: "
-          "the risk depends on them only through E wwᵀ and E x_q x_qᵀ and keeps the unshifted fraction (1−γ)² of "
-          "the trivial risk as M grows", "Zhang, Frei & Bartlett 2024, §4.2"),
-    Claim("covariate-shift", "Trained on Λ = I and tested on x ~ N(0, cI), the layer does not adapt: its risk is "
-          "R_M(c) = dc[(cγ−1)² + (d+1)c²γ²/M], growing like c³", "Zhang, Frei & Bartlett 2024, §4.2"),
+          "optimum Γ* = ((1+1/N)Λ + trΛ/N·I)⁻¹, for isotropic and anisotropic Λ (so its risk at every prompt length, "
+          "and under task, query and covariate shifts, is Γ*'s closed form)", "Zhang, Frei & Bartlett 2024, Thm 4.1"),
     Claim("random-covariance", "Trained on prompts whose covariance varies (Λ rotated at random per prompt), the "
-          "layer reaches the one Γ = γ_r I that serves every Λ, and its risk stays at that Γ's, above 0 as M grows",
+          "layer reaches the one Γ = γ_r I that serves every Λ (so its risk stays at that Γ's, above 0 as M grows)",
           "Zhang, Frei & Bartlett 2024, §4.3"),
 )
 
@@ -294,11 +301,11 @@ def _per_seed(results: dict, run: str, quantity: str, key: str = "value", **wher
     return [row[key] for row in rows]
 
 
-def _risk_check(results: dict, claim: str, quantity: str, run: str, measured: str, slack: float, source: str,
-                **where) -> Check:
+def _risk_check(results: dict, quantity: str, run: str, measured: str, slack: float, source: str, **where) -> Check:
+    """The seeds' mean risk against its closed form: a sanity check (the risk follows from B)."""
     rows = _select(results, run, measured, **where)
-    return risk_claim_check(claim, quantity, rows[0]["formula"], _per_seed(results, run, measured, **where),
-                            _per_seed(results, run, measured, "standard_error", **where), slack=slack, source=source)
+    return risk_sanity_check(quantity, rows[0]["formula"], _per_seed(results, run, measured, **where),
+                             _per_seed(results, run, measured, "standard_error", **where), slack=slack, source=source)
 
 
 def checks(results: dict, settings: Settings) -> list[Check]:
@@ -308,26 +315,25 @@ def checks(results: dict, settings: Settings) -> list[Check]:
                                seed_values(results["rows"], "relative_error", run=run), relation="at_most",
                                source=THM_4_1))
         for length in settings.lengths:
-            out.append(_risk_check(results, "risk-over-length",
-                                   f"{run} Λ: risk at M = {length} (trained on N = {settings.context})", run, "risk",
-                                   RISK_SLACK, RISK_SOURCE, M=length))
+            out.append(_risk_check(results, f"{run} Λ: risk at M = {length} (trained on N = {settings.context})",
+                                   run, "risk", RISK_SLACK, RISK_SOURCE, M=length))
     m = settings.shift_length
     for label, law in (("task", f"w with {TASK_SPARSITY} non-zero N(0, {TASK_SCALE:g}²) entry"),
                        ("query", f"x_q ~ N({QUERY_MEAN:g}e₁, I)")):
-        out.append(_risk_check(results, "tolerated-shifts", f"{label} shift ({law}): risk at M = {m}", "isotropic",
+        out.append(_risk_check(results, f"{label} shift ({law}): risk at M = {m}", "isotropic",
                                "shift_risk", RISK_SLACK, TOLERATED_SOURCE, shift=label))
         (row, *_) = _select(results, "isotropic", "shift_risk", shift=label)
         gamma = settings.context / (settings.context + settings.dim + 1)
         out.append(exact(f"{label} shift: closed-form limit / trivial risk = (1 − γ)²", (1 - gamma) ** 2,
                          row["limit"] / row["trivial"], tolerance=1e-9, source=TOLERATED_SOURCE))
     for scale in settings.shifts:
-        out.append(_risk_check(results, "covariate-shift", f"covariate shift x ~ N(0, {scale:g}·I), M = {m}",
+        out.append(_risk_check(results, f"covariate shift x ~ N(0, {scale:g}·I), M = {m}",
                                "isotropic", "shift_risk", SHIFT_SLACK, SHIFT_SOURCE, shift="covariate", c=scale))
     out.append(claim_check("random-covariance", "Λ rotated per prompt: ‖B − γ_r I‖_F/‖γ_r I‖_F", ENTRY_TOLERANCE,
                            seed_values(results["rows"], "relative_error", run="random-covariance"),
                            relation="at_most", source=RANDOM_SOURCE))
     for length in sorted({settings.context, max(settings.lengths)} & set(settings.lengths)):
-        out.append(_risk_check(results, "random-covariance", f"Λ rotated per prompt: risk at M = {length}",
+        out.append(_risk_check(results, f"Λ rotated per prompt: risk at M = {length}",
                                "random-covariance", "risk", RISK_SLACK, RANDOM_SOURCE, M=length))
     spectrum = torch.tensor(settings.anisotropic_spectrum, dtype=torch.float64)
     step = random_covariance_step(spectrum, settings.context)
@@ -400,8 +406,9 @@ REPRODUCTION = Reproduction(
     name="zhang-frei-bartlett-2023",
     paper=PAPER,
     summary="Gradient flow on one linear self-attention layer reaches the closed-form global optimum "
-          "Γ* = ((1+1/N)Λ + trΛ/N·I)⁻¹, whose risk at every prompt length follows in closed form; it tolerates "
-          "task and query shifts but not covariate shift, and cannot adapt to covariances varying across prompts.",
+          "Γ* = ((1+1/N)Λ + trΛ/N·I)⁻¹, and with covariances varying across prompts the one γ_r I that serves "
+          "them all; the risks at every prompt length and under task, query and covariate shift follow in closed "
+          "form (sanity checks).",
     caption="Thm 4.1, §4.2 and §4.3 of the paper: one LSA layer trained by gradient flow from the paper's "
             "initialisation against the global optimum, the risk over prompt lengths, under task, query and "
             "covariate shift, and with a covariance varying across prompts",
