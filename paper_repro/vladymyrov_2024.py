@@ -55,6 +55,22 @@ no code was released with the paper (its NeurIPS checklist says so) and its text
 be retrieved here, so d = 10 with n = 20 context points, the σ_max values of ``full`` (1, 2, 3, 4) and its
 optimiser (Adam, lr 1e-4, batch 2048, 100k steps, 4 heads) are our reading, not verified values.
 
+The paper's text, read on 2026-12-04 from a stored copy of the camera-ready PDF (its equations did not come
+through; no code found), settles most of the above, and the scales below do not follow it yet (issue 38): d = 10,
+n = 20 context points, x ~ N(0, I), w ~ N(0, I), σ_τ ~ U(0, σ_max) a standard deviation drawn per sequence, a
+noiseless query, σ_max from 0 to 7 (one Fig. 1 panel each); single-head layers, L = 1 … 7; Adam, lr 1e-4, batch
+2048, 200 000 iterations ("in some cases, especially for a large number of layers, we had to adjust the learning
+rate"), "the best result out of 5 runs with different training seeds"; adjusted loss = loss − the oracle ridge's
+with σ_τ known.  ConstRR: one noise variance for all sequences, tuned per σ_max.  AdaRR: λ = σ̂² =
+‖y − X ŵ_OLS‖²/(n − d), as here.  TunedRR: AdaRR with two parameters tuned per σ_max, "a max. threshold value for
+the estimated variance" and "a multiplicative adjustment to the noise estimator" (here λ = α σ̂² + β, a different
+reading).  Sec. 6's quantitative statements: GD++ "converges to a higher value, closely approaching ConstRR"; with
+4 layers FULL and DIAG beat AdaRR for σ_max ≥ 4; with 5 or more layers they "match or exceed" TunedRR.  Its Table 1
+(7 layers, best of 5 seeds): σ_max = 1: FULL 0.002, DIAG 0.002, GD++ 0.009, ConstRR 0.009, AdaRR 0.003, TunedRR
+0.002; σ_max = 3: 0.025, 0.027, 0.161, 0.161, 0.034, 0.023; at σ_max = 1 a 3-layer FULL (0.015) is above ConstRR
+(0.009), from 4 layers below it.  The held beats-gd-plus-plus is class inclusion (GD++ is a special case of the
+trained class), to become a sanity check or a contrast.
+
 Scales: ``quick`` shrinks the problem to d = 5, n = 10 (n/d = 2 kept) and trains FULL and DIAG (4 heads)
 at L ∈ {1, 3} for σ_max ∈ {1, 3}, 1500 steps of Adam (lr 5e-3, cosine decay, gradients clipped at norm 1) at
 batch 512; the noise law, the oracle, the baselines and the metric are unchanged.  Multi-layer linear attention
