@@ -138,24 +138,29 @@ AUTHORS_D = (1.0, 1.0, 0.5, 0.25, 1.0)
 RELATIVE_TOLERANCE = 0.05  # one layer: ‖B − A‖/‖A‖
 RISK_SLACK = 0.02
 
+#: the free L-layer runs Fig. 4's claims rest on (the L-sweep's, or the figure's own three-layer run)
+FREE_RUNS = ("layers-*", "figure-4")
 CLAIMS = (
     Claim("one-layer-preconditioner", "One trained LSA layer (w ~ N(0, I)) is one GD step preconditioned by "
           "A = ((1+1/n)Σ + trΣ/n·I)⁻¹, with A's risk", THM_1, decided_at="full",
           reason="quick (seeds 0-2): ‖B − A‖/‖A‖ = 0.010, 0.079, 0.0065 (mean 0.032, 95 % CI up to 0.13 > 0.05): "
-                 "2000 Adam steps leave one seed's slow Σ-direction unconverged; the risk holds (0.861 vs 0.836 ± 0.043)"),
+                 "2000 Adam steps leave one seed's slow Σ-direction unconverged; the risk holds (0.861 vs 0.836 ± 0.043)",
+          runs=("one-layer",)),
     Claim("layers-inverse-covariance", "In a trained L-layer LSA (w ~ N(0, Σ⁻¹)) every layer's preconditioner A_ℓ "
           "is a multiple of Σ⁻¹", FIG_4, decided_at="full",
           reason="quick (seeds 0-2): every seed's distance ≤ 0.1, but the 95 % CI of L = 2 layer 2 (0.050, 0.066, "
                  "0.082) and of L = 3 layer 1 (0.068, 0.090, 0.072) reaches 0.106: at 2000-8000 steps the "
-                 "structure is still converging, as in Fig. 4 at ~5000 steps"),
+                 "structure is still converging, as in Fig. 4 at ~5000 steps",
+          runs=FREE_RUNS),
     Claim("layers-feature-identity", "In a trained L-layer LSA (w ~ N(0, Σ⁻¹)) every layer's feature update B_ℓ "
-          "(ℓ < L) is a multiple of I", FIG_4_B),
+          "(ℓ < L) is a multiple of I", FIG_4_B, runs=FREE_RUNS),
     Claim("restricted-preconditioned-steps", "With B_ℓ = 0 a trained L-layer LSA is L steps of Σ⁻¹-preconditioned "
           "GD: every A_ℓ a multiple of Σ⁻¹, its risk nearer L tuned preconditioned steps than L tuned GD steps", THM_3,
           decided_at="full",
           reason="held on seeds 0-2 (distances 0.007-0.025), failed on seeds 100-102: seed 101's B = 0, L = 3 "
                  "layers 2 and 3 at 0.103 and 0.108 > 0.1 (95 % CIs up to 0.167 and 0.180) after 2000 Adam steps; "
-                 "the risk contrast holds on both blocks (−0.84; −1.19 and −1.13)"),
+                 "the risk contrast holds on both blocks (−0.84; −1.19 and −1.13)",
+          runs=("restricted-*",)),
 )
 
 

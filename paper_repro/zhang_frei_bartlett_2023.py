@@ -121,10 +121,11 @@ QUERY_MEAN = 2.0  # the shifted query law: x_q ~ N(QUERY_MEAN e₁, I)
 CLAIMS = (
     Claim("global-optimum", "Gradient flow on one LSA layer from the paper's initialisation reaches the global "
           "optimum Γ* = ((1+1/N)Λ + trΛ/N·I)⁻¹, for isotropic and anisotropic Λ (so its risk at every prompt length, "
-          "and under task, query and covariate shifts, is Γ*'s closed form)", "Zhang, Frei & Bartlett 2024, Thm 4.1"),
+          "and under task, query and covariate shifts, is Γ*'s closed form)", "Zhang, Frei & Bartlett 2024, Thm 4.1",
+          runs=("isotropic", "anisotropic")),
     Claim("random-covariance", "Trained on prompts whose covariance varies (Λ rotated at random per prompt), the "
           "layer reaches the one Γ = γ_r I that serves every Λ (so its risk stays at that Γ's, above 0 as M grows)",
-          "Zhang, Frei & Bartlett 2024, §4.3"),
+          "Zhang, Frei & Bartlett 2024, §4.3", runs=("random-covariance",)),
 )
 
 
