@@ -85,7 +85,11 @@ limit Σλ(γ_r λ − 1)² = 0.394).  The untrained control fails all five clai
 History.  Until 2026-12-04 the risks were claim evidence of three claims of their own (``risk-over-length``,
 ``tolerated-shifts``, ``covariate-shift``, held at quick on seeds 0-2 and 100-102 with the numbers above); a
 referee's reading found them closed forms evaluated once B ≈ Γ*, so they are sanity checks now and the claims
-are two.  No setting changed.
+are two.  No setting changed.  Decided at quick on two seed blocks never run before (2026-12-04): seeds 200-202
+(300-302) hold both claims, every training run converged (its smoothed loss fell by at most 5 % over its last
+fifth): ‖B − Γ*‖/‖Γ*‖ = 0.0029-0.0032 (0.0031-0.0041) for Λ = I and 0.0180-0.0188 (0.0170-0.0183) anisotropic,
+‖B − γ_r I‖/‖γ_r I‖ = 0.0034-0.0047 (0.0037-0.0043); all 24 risk sanity checks pass on both blocks.  The untrained
+control fails both claims by finite values (errors ≈ 1).
 """
 from __future__ import annotations
 
