@@ -144,7 +144,8 @@ CLAIMS = (
     Claim("one-layer-preconditioner", "One trained LSA layer (w ~ N(0, I)) is one GD step preconditioned by "
           "A = ((1+1/n)Σ + trΣ/n·I)⁻¹, with A's risk", THM_1, decided_at="full",
           reason="quick (seeds 0-2): ‖B − A‖/‖A‖ = 0.010, 0.079, 0.0065 (mean 0.032, 95 % CI up to 0.13 > 0.05): "
-                 "2000 Adam steps leave one seed's slow Σ-direction unconverged; the risk holds (0.861 vs 0.836 ± 0.043)",
+                 "2000 Adam steps leave one seed's slow Σ-direction unconverged; the risk holds (0.861 vs 0.836 "
+                 "± 0.043)",
           runs=("one-layer",)),
     Claim("layers-inverse-covariance", "In a trained L-layer LSA (w ~ N(0, Σ⁻¹)) every layer's preconditioner A_ℓ "
           "is a multiple of Σ⁻¹", FIG_4, decided_at="full",

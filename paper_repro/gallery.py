@@ -83,8 +83,9 @@ class ClaimReport:
     def _at(self, scale: str, control: bool = False) -> ClaimVerdict | None:
         """The claim's checks at ``scale`` (its control's, if ``control``); None where that run has none."""
         record = self.entry.scales.get(scale)
-        checks = tuple(check for check in (record.control if control else record.checks) if check.claim == self.claim_id) \
-            if record is not None else ()
+        if record is None:
+            return None
+        checks = tuple(check for check in (record.control if control else record.checks) if check.claim == self.claim_id)
         return ClaimVerdict(self.claim, checks) if checks else None
 
     @property
@@ -130,8 +131,8 @@ def entry_as_record(entry: GalleryEntry) -> dict:
 
 def entry_from_record(reproduction: Reproduction, record: Mapping) -> GalleryEntry:
     """The gallery entry ``records.json`` keeps for ``reproduction``."""
-    scales = {scale: ScaleRecord(checks_from_dicts(record[scale]["checks"]), checks_from_dicts(record[scale]["control"]),
-                                 record[scale]["minutes"])
+    scales = {scale: ScaleRecord(checks_from_dicts(record[scale]["checks"]),
+                                 checks_from_dicts(record[scale]["control"]), record[scale]["minutes"])
               for scale in GALLERY_SCALES if scale in record}
     return GalleryEntry(reproduction, scales, record.get("h200_hours"))
 
@@ -236,8 +237,8 @@ def redraw_gallery(reproductions: Mapping[str, Reproduction], figures_dir, *, re
 def record(reproductions: Mapping[str, Reproduction], figures_dir: Path, name: str, scales: Mapping[str, ScaleRecord],
            h200_hours: float | None) -> dict[str, GalleryEntry]:
     """Put ``name``'s fresh ``scales`` into the records (the scales it still has but did not run, and the rehearsal
-    hours where none is given, kept from its earlier record) and redraw the page, under a lock on the records so that a concurrent refresh
-    of other names loses nothing; returns every entry."""
+    hours where none is given, kept from its earlier record) and redraw the page, under a lock on the records so
+    that a concurrent refresh of other names loses nothing; returns every entry."""
     with FileLock(figures_dir / f"{RECORDS_FILE}.lock"):
         entries = read_records(reproductions, figures_dir)
         earlier = entries.get(name)

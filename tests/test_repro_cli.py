@@ -23,7 +23,8 @@ def test_smoke_scale_reports_claims_apart_from_sanity_and_exits_0(tmp_path):
                     "--out", str(out), "--device", "cpu", "--no-progress")
     assert result.exit_code == 0, result.output
     # smoke decides no claim: every one is deferred, its values shown
-    assert "von-oswald-2023: claims: 0 held, 0 failed, 0 inconclusive, 2 deferred (of 2); sanity: 1 of 5" in result.output
+    assert ("von-oswald-2023: claims: 0 held, 0 failed, 0 inconclusive, 2 deferred (of 2); sanity: 1 of 5"
+            in result.output)
     assert "smoke scale tests the pipeline only" in result.output
     assert sorted(path.name for path in (out / "runs" / "lsa").iterdir()) == ["seed-3", "seed-4"]
     assert all(len(row["per_seed"]) == 2 for row in json.loads((out / "checks.json").read_text())
@@ -50,7 +51,8 @@ def test_a_failed_claim_exits_1_and_a_deferred_one_does_not(toy, tmp_path, monke
     assert result.exit_code == 0, result.output
     assert "toy: claims: 1 held, 0 failed, 0 inconclusive, 1 deferred (of 2); sanity: 1 of 1" in result.output
     lines = result.output.splitlines()
-    assert lines[0].startswith("[HELD] claim learns") and lines[1].startswith("[DEFERRED] claim never (decided at full)")
+    assert lines[0].startswith("[HELD] claim learns")
+    assert lines[1].startswith("[DEFERRED] claim never (decided at full)")
     assert lines[2].startswith("[PASS] two plus two")
     undeferred = (toy.claims[0], Claim("never", "it never errs", "Fig. 2"))
     monkeypatch.setitem(paper_repro.REPRODUCTIONS, "toy", dataclasses.replace(toy, claims=undeferred))
