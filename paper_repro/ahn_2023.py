@@ -102,6 +102,15 @@ load average of 8-10 from other jobs on the 2 cores), and seeds 100-102 where sa
   referee's reading found it class inclusion; a sanity check since, no setting changed) — free-model risk
   0.056-0.059 (L = 2) and 0.0007 (L = 3) against 0.365 and 0.134.
 
+Fresh seed blocks (2026-12-04, after the number-of-layers comparison became a sanity check; nothing else
+changed): ``layers-feature-identity``, the one claim decided at quick, holds on seeds 200-202 and 300-302, B_ℓ's
+distance 0.009-0.019 (L = 2) and 0.016-0.024 (L = 3) on the first, 0.012-0.021 and 0.011-0.024 on the second;
+of the nine free runs it rests on, 5 and 6 converged (a smoothed loss falling by at most 5 % over the last fifth:
+the others are still learning, the three-layer runs among them).  The deferred claims measure as before
+(``one-layer-preconditioner``: 0.014, 0.017, 0.110 and 0.007, 0.010, 0.023; the deepest A_ℓ distances up to
+0.091); the untrained control fails all four claims by finite values on both blocks; the number-of-layers sanity
+check passes on both.
+
 The per-layer scale of Σ^(1/2)A_ℓΣ^(1/2) grows with depth (free L = 3: 0.37, 2.35, 9.3; B = 0, L = 3: 0.42-0.70,
 0.43-0.70, 1.72); it is reported, not checked.
 """
