@@ -344,13 +344,14 @@ def _section(name: str, entry: GalleryEntry) -> list[str]:
     notes = []
     for report in entry.claims():
         claim = report.claim
-        quick, long = report.checks("quick"), report.checks("long")
-        for index, check in enumerate(quick or long):
+        by_scale = {scale: {check.quantity: check for check in report.checks(scale)} for scale in GALLERY_SCALES}
+        quantities = list(dict.fromkeys(quantity for checks in by_scale.values() for quantity in checks))
+        for index, quantity in enumerate(quantities):  # a check only one scale measures gets its row too
             first = index == 0
+            check = by_scale["long"].get(quantity) or by_scale["quick"][quantity]
             cells = [f"**{claim.id}**: {_cell(claim.statement)}" if first else "", claim.decided_at if first else "",
                      _verdict(report.verdict) if first else "", _cell(check.quantity), _cell(check.requirement()),
-                     _value(quick[index] if index < len(quick) else None),
-                     _value(long[index] if index < len(long) else None),
+                     *(_value(by_scale[scale].get(quantity)) for scale in GALLERY_SCALES),
                      report.converged if first else "", _control(report.control) if first else "", _cell(check.source)]
             lines.append(_row(cells))
         if claim.decided_at != "quick":

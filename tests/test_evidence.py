@@ -475,6 +475,18 @@ def test_the_gallery_page_keeps_each_check_in_one_table_row():
     assert rows[0][9] == "Fig. 2"
 
 
+def test_a_check_only_the_long_scale_measures_gets_its_own_row():
+    """Long may measure more than quick (a grid point quick leaves out): the page lists every quantity of either."""
+    shared = [claim_check("at-long", "steps", 11, [10.0, 10.0], relation="at_least"), Check("s", 1.0, 1.0)]
+    more = [claim_check("at-long", quantity, 11, [12.0] * 5, relation="at_least") for quantity in ("steps", "extra point")]
+    entry = GalleryEntry(DECIDING, {"quick": ScaleRecord(shared, [], 1.0), "long": ScaleRecord(more, [], 2.0)})
+    rows = _table(gallery_page({"deciding": entry}), "| claim | decided at |")
+    assert [(row[3], row[5], row[6]) for row in rows] == [
+        ("steps", "10 [10, 10], held in 0 of 2", "12 [12, 12], held in 5 of 5"),
+        ("extra point", "—", "12 [12, 12], held in 5 of 5")]
+    assert rows[0][1:3] == ["long", "held"]
+
+
 def test_checks_read_back_as_written(tmp_path):
     checks = [*toy_checks({"rows": [{"seed": 0, "quantity": "loss", "value": 1.5},
                                     {"seed": 1, "quantity": "loss", "value": 2.5}]}, None),
