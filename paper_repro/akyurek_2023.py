@@ -87,14 +87,16 @@ paper's 512 units and lr 1e-3, with 65 536 fit prompts and 2000 steps (the autho
 score is the held-out R² = 1 − MSE / Var; the control is a permutation of the targets across prompts
 (Hewitt & Liang), drawn dashed, in place of the paper's (a fixed w = 1).
 
-Measured at quick scale: not yet for this version.  Its first quick run (seeds 0-2) was started on
-2026-12-02 on the shared 2-core machine at a load of 9-14 (its process got ~15 % of a core) and was
-stopped at step 922 of 2000 of the depth-4 GPTs (training loss over all positions at step 900: 1.88
-noiseless, 2.34 at σ = 0.5; trivial 4.0; the depth-1 GPTs had finished at 3.19, the LSA extra had not
-started); its run directories resume from there.  Until that run and the seeds-100-102 run are read, no claim here is deferred
-or tuned: the GPT claims either hold on both seed blocks or are deferred with the measured values.  Cost
-estimate (from fu-2023's width-64 GPT, 211 CPU-seconds for 3 × 1500 steps of 4 layers): ~8-9 CPU minutes
-for the GPTs, within the 10-minute budget on an idle 2-core machine.
+Measured at quick scale, seeds 0-2 (the gallery of 2026-12-04, 15.9 minutes on one thread while another process
+held the second core): every claim holds.  Depth-1 GPT: SPD(GD)/SPD(least squares) 0.600, 0.604, 0.604 (ILWD
+0.595-0.599); depth-4 GPT: SPD(least squares)/SPD(GD) 0.296, 0.150, 0.341 (ILWD 0.140-0.309); under noise
+(σ = 0.5) the depth-4 GPT's SPD(Bayes ridge) over SPD to least squares and to GD 0.57-0.64 and 0.25-0.43; the LSA
+extras' medians 0.0 (depth 1) and 0.040-0.064 (depth 4), under noise 0.50-0.65 and 0.032-0.061; the probe's
+selectivity for Xᵀy at layer 2 0.40-0.47 and R²(Xᵀy) − R²(w) 0.043-0.069.  19 of the 27 training runs
+converged (a smoothed loss falling by at most 5 % over the last fifth).  The first quick run of this version,
+started on 2026-12-02 at a load of 9-14, was stopped at step 922 of 2000 and is superseded by this one.  The
+issue 38 review of this module (intermediate depths, the noise contrast, the probe's earlier-layer criterion,
+the LSA extra's diverged seeds) is still to come.
 
 The untrained control (measured, seeds 0-2, 255 CPU-seconds) fails all five claims, each by its deep
 end: depth-4 GPT SPD(LS)/SPD(GD) 1.53, 1.55, 1.49 (ILWD 1.52-1.55), SPD(ridge)/SPD(GD) 1.41-1.46; LSA
