@@ -276,6 +276,16 @@ def test_seeds_train_in_their_own_directories_and_a_deferred_claim_is_reported_s
     assert not failed(TOY, checks)
 
 
+def test_a_reproduction_may_declare_more_seeds_than_its_scales_default(tmp_path):
+    """Where the paper averages more seeds (Ahn et al. 2024: 6) the reproduction says so; --seeds still overrides."""
+    six = dataclasses.replace(TOY, seeds={"smoke": 6})
+    checks = run_reproduction(six, "smoke", tmp_path / "declared", device="cpu", progress=False)
+    assert {len(check.per_seed) for check in checks if check.kind == "claim"} == {6}
+    assert len(list((tmp_path / "declared" / "runs" / "lsa").iterdir())) == 6
+    given = run_reproduction(six, "smoke", tmp_path / "given", device="cpu", progress=False, seeds=2)
+    assert {len(check.per_seed) for check in given if check.kind == "claim"} == {2}
+
+
 def test_the_untrained_control_measures_the_models_at_step_0(tmp_path):
     trained = run_reproduction(TOY, "smoke", tmp_path, device="cpu", progress=False, seeds=2)
     control = run_reproduction(TOY, "smoke", tmp_path, device="cpu", progress=False, seeds=2, control="untrained")
