@@ -21,16 +21,20 @@ from filelock import FileLock
 from tqdm import tqdm
 
 from icl_sim.atomic import atomic_path, write_text
-from icl_sim.checks import Check, checks_from_dicts
+from icl_sim.checks import OUTCOMES, Check, checks_from_dicts
 from icl_sim.run_io import CHECKPOINT_FILE, trained_steps
 
-from .evidence import CONTROL_OUTCOMES, ClaimVerdict
+from .evidence import CLAIM_VERDICTS, CONTROL_OUTCOMES, ClaimVerdict
 from .rehearsal import REHEARSAL_FILE
 from .runner import run_reproduction
 from .spec import DECIDING_SCALES, Reproduction
 
 #: the scales a gallery runs: quick for every reproduction, long where one has it
 GALLERY_SCALES = ("quick", "long")
+#: what the gallery reports of a claim whose deciding scale left no record (a long scale not run yet)
+NOT_RUN = "not run"
+#: the verdicts a gallery reports, in the order it lists them
+REPORTED_VERDICTS = (*CLAIM_VERDICTS, NOT_RUN)
 #: beside a gallery run's ``checks.json`` and ``control.json``: the minutes its run took
 MINUTES_FILE = "gallery.json"
 #: in the figures directory: every reproduction's record, from which the page and the README's table are drawn
@@ -95,13 +99,13 @@ class ClaimReport:
         if self.claim.decided_at == "full":
             return "deferred"
         found = self._at(self.claim.decided_at)
-        return found.verdict if found is not None else "not run"
+        return found.verdict if found is not None else NOT_RUN
 
     @property
     def control(self) -> str:
         """What the untrained control at the reporting scale does to the claim (``CONTROL_OUTCOMES``)."""
         found = self._at(self.entry.deciding(self.claim.decided_at)[0], control=True)
-        return found.control if found is not None else "not run"
+        return found.control if found is not None else NOT_RUN
 
     @property
     def converged(self) -> str:
@@ -228,7 +232,7 @@ def redraw_gallery(reproductions: Mapping[str, Reproduction], figures_dir, *, re
     if not (figures_dir / RECORDS_FILE).exists():
         raise ValueError(f"figures: {figures_dir} has no {RECORDS_FILE} to draw from (run `icl-sim repro gallery`)")
     entries = read_records(reproductions, figures_dir)
-    write_text(figures_dir / "README.md", gallery_page(entries))
+    write_page(entries, figures_dir)
     if readme is not None:
         write_readme_table(entries, readme)
     return entries
@@ -249,7 +253,7 @@ def record(reproductions: Mapping[str, Reproduction], figures_dir: Path, name: s
         entries[name] = GalleryEntry(reproductions[name], scales, h200_hours)
         entries = {current: entries[current] for current in reproductions if current in entries}
         write_records(entries, figures_dir)
-        write_text(figures_dir / "README.md", gallery_page(entries))
+        write_page(entries, figures_dir)
     return entries
 
 
@@ -294,10 +298,10 @@ def summary_row(name: str, entry: GalleryEntry, link: str) -> list[str]:
     reports = entry.claims()
     verdicts = [report.verdict for report in reports]
     deferred = verdicts.count("deferred")
-    not_run = verdicts.count("not run")
+    not_run = verdicts.count(NOT_RUN)
     sanity = _sanity(entry)
     return [link, _counts([report.claim.decided_at for report in reports], DECIDING_SCALES),
-            _counts(verdicts, ("held", "failed", "inconclusive")),
+            _counts(verdicts, OUTCOMES),
             f"{deferred}" + (f" ({_hours(entry.h200_hours)})" if deferred else "")
             + (f", {not_run} not run at long" if not_run else ""),
             f"{sum(check.passed for check in sanity)} of {len(sanity)}",
@@ -312,6 +316,13 @@ SUMMARY_HEADER = ["claims decided at quick / long / full", "held / failed / inco
 
 def _row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
+
+
+def write_page(entries: Mapping[str, GalleryEntry], figures_dir: Path) -> Path:
+    """``figures_dir/README.md``: :func:`gallery_page` of ``entries``."""
+    path = figures_dir / "README.md"
+    write_text(path, gallery_page(entries))
+    return path
 
 
 def gallery_page(entries: Mapping[str, GalleryEntry]) -> str:

@@ -178,15 +178,15 @@ def repro_gallery(names, scale, figures_dir, runs_dir, readme, redraw, device, p
     for name in names:
         catalogue.check_name("reproductions", "names", name)
     from icl_sim.paper_repro import REPRODUCTIONS
-    from icl_sim.paper_repro.gallery import redraw_gallery, refresh_gallery
+    from icl_sim.paper_repro.gallery import REPORTED_VERDICTS, redraw_gallery, refresh_gallery
 
     entries = (redraw_gallery(REPRODUCTIONS, figures_dir, readme=readme) if redraw else
                refresh_gallery(REPRODUCTIONS, figures_dir, runs_dir, names=list(names) or None, scale=scale,
                                device=device, progress=progress, readme=readme))
     for name, entry in entries.items():
         verdicts = [report.verdict for report in entry.claims()]
-        counts = ", ".join(f"{verdicts.count(verdict)} {verdict}" for verdict in
-                           ("held", "failed", "inconclusive", "deferred", "not run") if verdict in verdicts)
+        counts = ", ".join(f"{verdicts.count(verdict)} {verdict}" for verdict in REPORTED_VERDICTS
+                           if verdict in verdicts)
         minutes = ", ".join(f"{scale} {record.minutes:.1f} min" for scale, record in entry.scales.items())
         click.echo(f"{name}: claims at their deciding scales: {counts} (of {len(verdicts)})  ({minutes})")
     missing = [name for name in REPRODUCTIONS if name not in entries]
