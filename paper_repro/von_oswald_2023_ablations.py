@@ -16,13 +16,17 @@ construction with γ = 1, η = 0 (which touches only the feature update).  Norma
 (1/N) Σ_j x_j x_jᵀ, so its γ is per point; the paper's XXᵀ is the plain sum (the authors' attention does not
 divide by N) and its γ is ours over N.
 
-* ``gd-plus-plus-gamma``: the trained γ within 5 % of the risk-optimal γ, at every N.
+* ``gd-plus-plus-gamma``: the trained γ within 5 % of the risk-optimal γ, at every N.  A converged model of
+  the wrong mechanism fails it: two plain GD steps (γ = 0), or a curvature correction of another size.
 * ``gd-plus-plus-loss``: the trained model's loss within 5 % of the risk-optimal GD++'s, at every N: the
-  paper's "matches GD++".  (Below two GD steps, the claim this replaces, holds for any converged recurrent
-  LSA, GD++ or not; GD++'s optimum beating GD's is a sanity check of the algorithms.)
-* ``gamma-by-context-size``: the trained γ against the values App. A.10 reports from the authors' trained
-  models, γ = 0.179, 0.099, 0.056, 0.029 for N = 10, 25, 50, 100 (un-normalised; ×N: 1.79, 2.48, 2.8,
-  2.9 per point), within 5 %.
+  paper's "matches GD++".  Two GD steps with their best shared step fail it (their loss is 1.42, 3.24, 8.39
+  and 15.6 times GD++'s at N = 10, 25, 50, 100).  (Below two GD steps, the claim this replaces, holds for any converged
+  recurrent LSA, GD++ or not; GD++'s optimum beating GD's is a sanity check of the algorithms.)
+
+App. A.10's table of the authors' trained γ (0.179, 0.099, 0.056, 0.029 for N = 10, 25, 50, 100, un-normalised;
+×N: 1.79, 2.48, 2.8, 2.9 per point) was a third claim, ``gamma-by-context-size``, until 2026-12-04: the
+risk-optimal γ equals the table within 5 % (a sanity check below), so the trained γ against the table repeated
+``gd-plus-plus-gamma``; the table is now that sanity check alone.
 
 The 5 % margins are this reproduction's, the same as Fig. 2's reading of "identical loss" (``LOSS_GAP``),
 set when it was written; the paper states no margin.
@@ -46,6 +50,8 @@ transformers_learn_icl_by_gd/constructed_token_setup.ipynb, its "Config" cell wi
 5000 steps, Adam lr 1e-3, global-norm clip 1e-3, ``init_scale`` 0.002/num_layers; β and ε from
 src/config.py).  ``quick`` shrinks the batch to 1024 and the steps to 2000 at lr 5e-2 with cosine decay
 (the optimiser's schedule, not the problem, is shrunk); ``smoke`` runs 10 steps to test the pipeline.
+``long`` is the full scale itself, the authors' schedule unshrunk (5 seeds on one CPU thread within the hour):
+the GD++ claims are decided there, since quick's schedule stalls seeds at N = 50 and 100.
 
 Measured at quick scale (seeds 0–2; 100–102).  GD++'s risk-optimal γ per point is 1.752, 2.483, 2.803, 2.974 for
 N = 10, 25, 50, 100, App. A.10's trained γ × N 1.79, 2.475, 2.8, 2.9.  Every seed at N = 10 and 25 learns it (γ
@@ -53,7 +59,9 @@ N = 10, 25, 50, 100, App. A.10's trained γ × N 1.79, 2.475, 2.8, 2.9.  Every s
 at N = 50 two of seeds 0–2 stall (losses 59 and 24 times GD++'s) while seeds 100–102 converge (γ 2.771–2.773,
 within 0.8 %), and at N = 100 two of seeds 0–2 and one of 100–102 stall (54 to 261 times) and the others, γ
 2.98–2.99, are still 9 % above GD++'s loss after 2000 steps.  The three GD++ claims therefore wait for the full
-scale.  Softmax: one head's gap to one GD step 0.40–0.43, two heads' 0.044–0.046.  Untrained, every claim fails.
+scale (deferred to long since 2026-12-04).  Softmax: one head's gap to one GD step 0.40–0.43, two heads'
+0.044–0.046.  Untrained, every claim fails.  The γ and gap panels draw each seed (a mean of stalled and converged
+seeds describes no seed).
 """
 from __future__ import annotations
 
@@ -89,23 +97,19 @@ GD_PLUS_PLUS = "von Oswald et al. 2023, Sec. 3 (multiple layers), Fig. 3a and Ap
 APPENDIX_GAMMAS = "von Oswald et al. 2023, App. A.10: γ = 0.179, 0.099, 0.056, 0.029 for N = 10, 25, 50, 100"
 SOFTMAX = "von Oswald et al. 2023, App. A.9 and Fig. 12: softmax attention ablation"
 
-#: why the GD++ claims wait for the full scale: what the quick scale measured (seeds 0–2; 100–102)
-STALLED = ("at quick scale (lr 5e-2 with cosine decay over 2000 steps, the authors' schedule shrunk) some seeds stall "
-           "far from GD++ at N = 50 (2 of seeds 0–2, none of 100–102) and N = 100 (2 of 0–2, 1 of 100–102)")
+#: why the GD++ claims are decided at long: what the quick scale measured (seeds 0–2; 100–102)
+STALLED = ("at quick (lr 5e-2 with cosine decay over 2000 steps, 50 times the authors' constant 1e-3) some seeds "
+           "stall far from GD++ at N = 50 (2 of seeds 0–2, none of 100–102) and N = 100 (2 of 0–2, 1 of 100–102)")
 CLAIMS = (
     Claim("gd-plus-plus-gamma", "A recurrent two-layer LSA learns GD++: its curvature correction γ is the "
-          "risk-optimal one, for N = 10 … 100", GD_PLUS_PLUS, decided_at="full",
+          "risk-optimal one, for N = 10 … 100", GD_PLUS_PLUS, decided_at="long",
           reason=STALLED + ": γ 5.07 and 7.42 against the optimum's 2.80 (N = 50), 6.11, 4.64 and −0.63 against "
           "2.97 (N = 100); the other seeds, and N = 10 and 25 in every seed, are within 2.5 % of the optimum"),
     Claim("gd-plus-plus-loss", "The trained recurrent two-layer LSA matches the loss of GD++ with the risk-optimal "
-          "shared (η, γ), for N = 10 … 100", GD_PLUS_PLUS, decided_at="full",
+          "shared (η, γ), for N = 10 … 100", GD_PLUS_PLUS, decided_at="long",
           reason=STALLED + ": losses 59 and 24 times GD++'s (N = 50), 54, 219 and 261 times (N = 100), and at N = 100 "
           "the seeds that converge are still 9 % above it after 2000 steps; N = 10, 25 and 50 (unstalled) within "
           "0.8 %"),
-    Claim("gamma-by-context-size", "Its trained γ falls with N as the paper's: 0.179, 0.099, 0.056, 0.029 for "
-          "N = 10, 25, 50, 100 (un-normalised XXᵀ)", APPENDIX_GAMMAS, decided_at="full",
-          reason=STALLED + ": γ/N 0.101 and 0.148 (paper 0.056), 0.061, 0.046 and −0.006 (paper 0.029); the other "
-          "seeds 0.173, 0.0971, 0.0555, 0.0298 (within 3.7 % of the paper's)"),
     Claim("softmax-heads", "One softmax attention head cannot match one GD step; two heads nearly do", SOFTMAX),
 )
 
@@ -125,6 +129,8 @@ SCALES = {
     "full": Settings(steps=5000, batch_size=2048, lr=1e-3, lr_schedule="constant", log_every=100,
                      test_prompts=10_000, probe_prompts=2048, tuning_prompts=20_000),
 }
+#: long is the authors' notebook itself (one CPU thread runs its 5 seeds within the hour): nothing shrunk
+SCALES["long"] = SCALES["full"]
 
 
 def gd_plus_plus_task(points: int) -> LinearRegression:
@@ -246,8 +252,8 @@ def checks(results: dict, settings: Settings) -> list[Check]:
 
 
 def gd_plus_plus_checks(results: dict, points: int) -> list[Check]:
-    """At N = ``points``: the trained γ against the risk-optimal one and the paper's, the trained loss against the
-    risk-optimal GD++'s (claims, one value per seed); GD++ against GD and the paper's γ (sanity)."""
+    """At N = ``points``: the trained γ and loss against the risk-optimal GD++'s (claims, one value per seed); GD++
+    against GD, and its risk-optimal γ against the paper's trained γ (sanity)."""
     optimal = _values(results, "gamma_optimal", points)[0]  # the same in every seed's rows
     paper = PAPER_GAMMAS[points] * points  # per point, as icl-sim's γ
     loss_gd_plus_plus, loss_gd = (_values(results, name, points)[0] for name in ("loss_gd_plus_plus",
@@ -260,9 +266,6 @@ def gd_plus_plus_checks(results: dict, points: int) -> list[Check]:
         claim_check("gd-plus-plus-loss", f"recurrent 2-layer LSA, N = {points}: relative loss gap to GD++ "
                     "|L_LSA / L_GD++ − 1|", LOSS_GAP, _loss_gaps(results, points), relation="at_most",
                     source=GD_PLUS_PLUS + ": the trained TF matches GD++ (risk-optimal shared η, γ)"),
-        claim_check("gamma-by-context-size", f"recurrent 2-layer LSA, N = {points}: trained γ / N (un-normalised)",
-                    PAPER_GAMMAS[points], [gamma / points for gamma in trained],
-                    tolerance=GAMMA_MARGIN * PAPER_GAMMAS[points], source=APPENDIX_GAMMAS + ", ±5 %"),
         Check(f"N = {points}: loss of GD++ at its risk-optimal (η, γ) below two GD steps' at their best shared η",
               loss_gd, loss_gd_plus_plus, relation="at_most", source=GD_PLUS_PLUS + ": GD++ beats GD"),
         Check(f"N = {points}: GD++'s risk-optimal γ (per point) against App. A.10's trained γ × N", paper, optimal,
@@ -283,6 +286,11 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
     def trained(label: str, per_point: list[list[float]]) -> Curve:
         return seed_curve(label, points, [list(seed) for seed in zip(*per_point)], continuous=False)
 
+    def per_seed(per_point: list[list[float]]) -> list[Curve]:
+        """One curve per training seed: a seed that stalls at some N is not averaged into the others."""
+        return [Curve(f"recurrent 2-layer LSA, seed {seed}", points, list(values), continuous=False)
+                for seed, values in enumerate(zip(*per_point))]
+
     softmax = []
     for heads, run in softmax_runs().items():
         histories = results["histories"][run]
@@ -293,7 +301,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
                     [last[-1]["loss_gd"]] * 2, baseline=True)
     return [
         Panel("context points N", "γ per point (the paper's γ × N)", [
-            trained("recurrent 2-layer LSA, trained", [_values(results, "gamma_trained", n) for n in points]),
+            *per_seed([_values(results, "gamma_trained", n) for n in points]),
             Curve("paper's trained TF (App. A.10)", points, [PAPER_GAMMAS[n] * n for n in points], continuous=False),
             Curve("GD++, risk-optimal (±5 %)", points, optimal, low=[(1 - GAMMA_MARGIN) * g for g in optimal],
                   high=[(1 + GAMMA_MARGIN) * g for g in optimal], baseline=True, continuous=False)], xscale="log"),
@@ -304,8 +312,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
             Curve("GD, 2 steps, risk-optimal η", points, by_points("loss_gd_two_steps"), baseline=True,
                   continuous=False)],
             xscale="log", yscale="log"),
-        Panel("context points N", "|L_LSA / L_GD++ − 1|",
-              [trained("recurrent 2-layer LSA, trained", [_loss_gaps(results, n) for n in points])],
+        Panel("context points N", "|L_LSA / L_GD++ − 1|", per_seed([_loss_gaps(results, n) for n in points]),
               targets=[Target(f"accepted ≤ {LOSS_GAP}", LOSS_GAP, 0.0, LOSS_GAP)], xscale="log", yscale="log"),
         Panel("training step", "loss (½·MSE)", [*softmax, gd_loss], yscale="log"),
     ]
@@ -326,5 +333,6 @@ REPRODUCTION = Reproduction(
     checks=checks,
     figure=figure,
     quick_minutes=8.2,
+    long_minutes=45.0,
     monitor=monitor,
 )

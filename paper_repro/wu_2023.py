@@ -9,30 +9,35 @@ on T independent prompts, each with its own task, so "the number of pretraining 
 geometrically decaying step size of their Sec. 4 (constant for T/log T steps, then halved every
 (T − T/log T)/log T steps; our ``lr_schedule="geometric"`` with log₂).
 
-Claims (``CLAIMS``):
+Claim (``CLAIMS``), ``excess-risk-rate`` (Thm 4.1): the excess ICL risk R(Γ_T) − min_Γ R(Γ) of the SGD output
+decays like Õ(1/T) (dimension-free up to the effective dimension and log factors).  We train a sweep of T,
+compute the excess risk of each trained Γ_T *exactly* from the closed form ``preconditioner_risk`` (no test-set
+noise) minus the optimum ``preconditioned_gd_risk`` (Γ* = ((1 + 1/N) H + (tr H + σ²/s²)/N · I)⁻¹; Ahn et al.
+2023 Thm 1), average over the module's replicate runs (``Settings.seeds``) and fit the log-log slope over the
+variance-dominated end of the sweep, one slope per training seed, so the check's 95 % interval is over seeds.
+Thm 4.1 is an upper bound, so the check is one-sided: the slope at most −1 + 0.25 (``RATE_SLACK``; the Õ hides
+a log T, and log T / T falls with local slope −1 + 1/ln T ≈ −0.86 at T = 2^10).  A learner slower than the
+theorem's rate fails it (excess ∝ T^(−1/2): slope −0.5), as does the untrained layer (slope 0).  Until
+2026-12-04 the check was two-sided (−1 ± 0.25) and deferred to full, since quick measured slopes −1.22, −1.14,
+−1.25 (seeds 0-2; CI [−1.35, −1.05]) and −1.26, −1.29, −1.28 (seeds 100-102), steeper than the band; the
+deferral's reason ("probably the bias term") was never measured, and a slope steeper than −1 does not
+contradict an upper bound.
 
-1. ``excess-risk-rate`` (Thm 4.1): the excess ICL risk R(Γ_T) − min_Γ R(Γ) of the SGD output decays like
-   Õ(1/T) (dimension-free up to the effective dimension and log factors).  We train a sweep of T, compute the
-   excess risk of each trained Γ_T *exactly* from the closed form ``preconditioner_risk`` (no test-set noise)
-   minus the optimum ``preconditioned_gd_risk`` (Γ* = ((1 + 1/N) H + (tr H + σ²/s²)/N · I)⁻¹; Ahn et al. 2023
-   Thm 1), average over the module's replicate runs (``Settings.seeds``) and fit the log-log slope over the
-   variance-dominated end of the sweep, one slope per training seed, so the check's 95 % interval is over
-   seeds.  Expected −1 (the theorem's rate) with a tolerance of 0.25, set when this reproduction was written:
-   the Õ hides a log T factor (T/log T effective tasks shifts the local slope by 1/ln T ≈ 0.1-0.15 over
-   2^9-2^14) and seed-to-seed noise of the SGD output.  Deferred at quick scale: measured slopes −1.22, −1.14,
-   −1.25 (seeds 0-2; CI [−1.35, −1.05]) and −1.26, −1.29, −1.28 (seeds 100-102), steeper than the band.
-2. ``few-tasks-suffice`` (Thm 4.1; the abstract's "effective pretraining only requires a small number of
-   independent tasks"): after the sweep's largest T the trained layer's risk (exact, from its Γ) is R(Γ*)
-   within 5 % at each trained SNR, per training seed; the 5 % is this reproduction's, set when it was written.
-3. ``fixed-context-length`` (abstract: "nearly Bayes optimal risk on unseen tasks under a fixed context
-   length"; Sec. 5): the layer pretrained at context length N, tested at M.  At M = N its risk over the Bayes
-   risk R_B(M) = σ² + s² E tr(I + XᵀX/λ)⁻¹ (optimally tuned ridge, λ = σ²/s²; ``ridge_bayes_risk``, Monte
-   Carlo over X only) must lie below Jensen's bound on R(Γ*)/R_B, a closed form (isotropic H, λ = σ²/s²):
-   R(Γ*) = σ² + s² d (d + 1 + λ)/(N + d + 1 + λ) (``one_step_gd_risk``) and E tr A⁻¹ ≥ tr (E A)⁻¹ give
-   R_B ≥ σ² + s² d λ/(λ + N), so R(Γ*)/R_B ≤ R(Γ*)/[σ² + s² d λ/(λ + N)] (≈ 1.14 at d = 5, N = 10, SNR 1).
-   At the longest M (8N here) its ratio to R_B(M) must exceed the one at M = N (a contrast fixed before
-   running: the closed form of Γ*_N gives +0.16), since Γ*_N is tuned to N while ridge adapts to M.
-   Measured at SNR = s² d/σ² = 1, the bounded SNR of Sec. 5.
+Sanity checks, two claims until 2026-12-04 (a referee's reading found neither could fail independently):
+
+* few tasks suffice (the abstract's "effective pretraining only requires a small number of independent tasks"):
+  after the sweep's largest T the trained layer's risk (exact, from its Γ) is R(Γ*) within 5 % at each trained
+  SNR, on every seed.  Γ is 25 numbers of a convex problem at 16 384 tasks, so any working SGD reaches it; the
+  paper's content, *how few* tasks, is Thm 4.1's bound, whose rate the claim tests — its constants (the
+  theorem's statement past the abstract) could not be read here to give a count of tasks to test against.
+* fixed context length (abstract: "nearly Bayes optimal risk on unseen tasks under a fixed context length";
+  Sec. 5): the layer pretrained at context length N, tested at M.  At M = N its risk over the Bayes risk
+  R_B(M) = σ² + s² E tr(I + XᵀX/λ)⁻¹ (optimally tuned ridge, λ = σ²/s²; ``ridge_bayes_risk``, Monte Carlo over X
+  only) lies below Jensen's bound on R(Γ*)/R_B, a closed form (isotropic H, λ = σ²/s²):
+  R(Γ*) = σ² + s² d (d + 1 + λ)/(N + d + 1 + λ) (``one_step_gd_risk``) and E tr A⁻¹ ≥ tr (E A)⁻¹ give
+  R_B ≥ σ² + s² d λ/(λ + N), so R(Γ*)/R_B ≤ R(Γ*)/[σ² + s² d λ/(λ + N)] (≈ 1.14 at d = 5, N = 10, SNR 1).  At
+  the longest M (8N here) its ratio to R_B(M) exceeds the one at M = N (the closed form of Γ*_N gives +0.16).
+  Both follow from Γ ≈ Γ*_N by the closed forms, and no Γ in the class adapts to M.
 
 The earlier SNR statements (ratio R(Γ*)/R_B near 1 at SNR 1 and above an OLS bound at SNR 64) were checks
 of closed forms only, and the paper's text past its abstract could not be read here to confirm the high-SNR
@@ -55,6 +60,10 @@ has 246 runs (10 values of T × 8 replicates and 2 SNR runs, times 3 seeds), whi
 Measured at quick scale (seeds 0-2 / 100-102): trained risk / R(Γ*) at T = 2^14 within 0.3-0.7 % of 1 at every
 SNR; at M = N the trained layer's risk is 1.072 / 1.072 times the Bayes risk (bound 1.143), and its ratio at
 M = 80 exceeds that at M = N by 0.15 / 0.16 (closed form of Γ*_N: 0.16).
+
+Fresh seed blocks (2026-12-04, after the check became one-sided; no setting changed): ``excess-risk-rate`` holds on
+seeds 200-202, slopes −1.289, −1.164, −1.252 (95 % CI [−1.394, −1.076]), and on seeds 300-302, −1.222, −1.284,
+−1.270 ([−1.339, −1.178]); the untrained control fails it (slope 0) on both; the six sanity checks pass on both.
 """
 from __future__ import annotations
 
@@ -81,17 +90,12 @@ SECTION_5 = ("Wu et al. 2024, abstract and Sec. 5: nearly Bayes optimal under a 
              "derived in the docstring")
 PRIOR_SCALE = 1.0
 
+#: the Õ of Thm 4.1 hides a log T factor: log T / T falls with local slope −1 + 1/ln T (≈ −0.86 at T = 2^10), so
+#: the one-sided check allows slopes up to −1 + RATE_SLACK
+RATE_SLACK = 0.25
 CLAIMS = (
-    Claim("excess-risk-rate", "The excess ICL risk of one-pass SGD on T independent tasks decays like Õ(1/T)",
-          "Wu et al. 2024, Thm 4.1", decided_at="full",
-          reason="quick (T = 2^9 … 2^14, batch 16, disjoint replicate seeds): per-seed slopes −1.22, −1.14, −1.25, "
-                 "95 % CI [−1.35, −1.05] (seeds 100-102: −1.26, −1.29, −1.28), steeper than −1 ± 0.25 (probably "
-                 "the faster-decaying bias term of the geometric schedule still shows below 2^14); full runs batch "
-                 "1 to T = 2^17"),
-    Claim("few-tasks-suffice", "A moderate number of pretraining tasks brings the layer to the optimal risk R(Γ*) "
-          "at every SNR", "Wu et al. 2024, Thm 4.1 and abstract"),
-    Claim("fixed-context-length", "Pretrained at context length N, the layer is nearly Bayes optimal (ridge) at "
-          "the same length M = N, and further from ridge at a longer M ≠ N", "Wu et al. 2024, abstract and Sec. 5"),
+    Claim("excess-risk-rate", "The excess ICL risk of one-pass SGD on T independent tasks decays at least as fast "
+          "as Õ(1/T)", "Wu et al. 2024, Thm 4.1"),
 )
 #: replicate k of the sweep trains with seed k·REPLICATE_STRIDE + (runner seed): disjoint over seed blocks < this
 REPLICATE_STRIDE = 10_000
@@ -248,24 +252,24 @@ def length_ratios(results: dict, length: int) -> list[float]:
 def checks(results: dict, settings: Settings) -> list[Check]:
     slopes = [fitted_slope(results, settings.fit_from, seed) for seed in sweep_seeds(results)]
     found = [claim_check("excess-risk-rate",
-                         f"log-log slope of the excess ICL risk against T (T ≥ {settings.fit_from})", -1.0, slopes,
-                         tolerance=0.25, source=THEOREM_4_1)]
+                         f"log-log slope of the excess ICL risk against T (T ≥ {settings.fit_from})",
+                         -1.0 + RATE_SLACK, slopes, relation="at_most", source=THEOREM_4_1 + ", an upper bound")]
     for snr in settings.trained_snrs:
         ratios = [risk / optimal for risk, optimal in zip(_trained(results, snr, "trained_risk"),
                                                           _trained(results, snr, "optimal_risk"))]
-        found.append(claim_check("few-tasks-suffice", f"trained layer's risk / R(Γ*) at SNR = {snr:g}, "
-                                 f"T = {settings.tasks[-1]}", 1.0, ratios, tolerance=0.05,
-                                 source="Wu et al. 2024, Thm 4.1; R(Γ*) = one_step_gd_risk (Mahankali et al. 2023 "
-                                        "Thm 1)"))
+        found.append(Check(f"largest |trained layer's risk / R(Γ*) − 1| over seeds at SNR = {snr:g}, "
+                           f"T = {settings.tasks[-1]}", 0.05, max(abs(ratio - 1) for ratio in ratios),
+                           relation="at_most", source="Wu et al. 2024, Thm 4.1 and abstract; R(Γ*) = one_step_gd_risk "
+                                                      "(Mahankali et al. 2023 Thm 1)"))
     snr, n, longest = settings.trained_snrs[0], settings.context, max(settings.test_lengths)
     at_n = length_ratios(results, n)
     found += [
-        claim_check("fixed-context-length", f"trained layer's risk / Bayes risk at M = N = {n} (SNR = {snr:g})",
-                    jensen_ratio_bound(settings.dim, n, settings.noise_at(snr)), at_n, relation="at_most",
-                    source=SECTION_5),
-        claim_check("fixed-context-length", f"its ratio at M = {longest} minus its ratio at M = N", 0.0,
-                    [far - near for far, near in zip(length_ratios(results, longest), at_n)], relation="at_least",
-                    source="Wu et al. 2024, Sec. 5: the pretrained layer is tied to its context length (contrast)"),
+        Check(f"largest trained layer's risk / Bayes risk at M = N = {n} over seeds (SNR = {snr:g})",
+              jensen_ratio_bound(settings.dim, n, settings.noise_at(snr)), max(at_n), relation="at_most",
+              source=SECTION_5),
+        Check(f"least over seeds of its ratio at M = {longest} minus its ratio at M = N", 0.0,
+              min(far - near for far, near in zip(length_ratios(results, longest), at_n)), relation="at_least",
+              source="Wu et al. 2024, Sec. 5: the pretrained layer is tied to its context length"),
     ]
     return found
 

@@ -88,8 +88,9 @@ def test_the_checks_compare_the_trained_gamma_with_the_optimum_and_with_the_pape
     checks = [check for points in ablations.GD_PLUS_PLUS_POINTS
               for check in ablations.gd_plus_plus_checks({"rows": rows}, points)]
     assert all(check.passed for check in checks)
-    paper = [check for check in checks if check.claim == "gamma-by-context-size"]
-    assert [check.expected for check in paper] == list(ablations.PAPER_GAMMAS.values())
+    paper = [check for check in checks if "App. A.10's trained γ" in check.quantity]
+    assert [check.expected for check in paper] == [g * n for n, g in ablations.PAPER_GAMMAS.items()]
+    assert all(check.kind == "sanity" for check in paper)  # the paper's γ checks GD++'s optimum
     assert seed_values(rows, "gamma_trained", points=10) == [1.79, 1.79]
 
 
