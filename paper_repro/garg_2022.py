@@ -117,17 +117,18 @@ QUICK_3_SEEDS = "at quick scale, 3 seeds (5000 steps each, the whole 10-minute b
 CLAIMS = (
     Claim("follows-least-squares", "The trained transformer's error follows least squares': it drops to zero at "
           "k = d and stays there", FIGURE_2, decided_at="full",
-          reason=QUICK_3_SEEDS + "error / d at k = d above least squares' 0.220, 0.217, 0.327 (required ≤ 1/(2d) = "
-                 "0.1); mean over k = d…2d 0.119, 0.118, 0.233 (required ≤ 0.1): the model is still descending "
-                 "towards least squares"),
+          reason="the learning curve at k = d: error / d above least squares' 0.220, 0.217, 0.327 after 0.32 M "
+                 "prompts (quick, 3 seeds; required ≤ 1/(2d) = 0.1), 0.18 after 1.5 M (the README's tiny GPT, one "
+                 "seed, 11 CPU minutes): the descent towards least squares needs more prompts than an hour of CPU "
+                 "trains over seeds"),
     Claim("far-below-averaging", "The trained transformer's error lies far below averaging's", FIGURE_2,
-          decided_at="full",
+          decided_at="long",
           reason=QUICK_3_SEEDS + "mean error over k = d…2d at 0.138, 0.137, 0.270 of averaging's (required ≤ 0.25; "
-                 "95 % CI [−0.01, 0.37]): one seed in three still far above"),
+                 "95 % CI [−0.01, 0.37]): one seed in three still descending"),
     Claim("noisy-peak", "Under noisy outputs the transformer, which learned least squares, shows least squares' "
           "error peak at k = d", NOISY, decided_at="full",
-          reason=QUICK_3_SEEDS + "the noisy error falls monotonically with k: at k = d over k = d − 2 0.830, 0.826, "
-                 "0.818 (required ≥ 1; 0.89 for the README's tiny GPT at 4.8 times the prompts); ridge shows the "
+          reason="the learning curve of the noisy ratio at k = d over k = d − 2: 0.830, 0.826, 0.818 after 0.32 M "
+                 "prompts (quick, 3 seeds; required ≥ 1), 0.89 after 1.5 M (the README's tiny GPT); ridge shows the "
                  "peak only at λ ≤ 0.1 (gap to least squares 0.026, ratio 1.04; λ = 0.3: gap 0.053, ratio 0.81), a "
                  "quarter of the 0.1 margin the quick model does not meet"),
 )
@@ -173,6 +174,10 @@ SCALES = {
                      curriculum_dims=Curriculum(5, 1, 2000),
                      curriculum_points=Curriculum(11, 2, 2000), test_prompts=1280, log_every=1000),
 }
+#: long: quick's model and recipe trained twice as long (10 000 steps, the curriculum's intervals doubled, done
+#: after 9 % of training as at quick), 5 seeds
+SCALES["long"] = dataclasses.replace(SCALES["quick"], steps=10_000, curriculum_dims=Curriculum(2, 1, 300),
+                                     curriculum_points=Curriculum(5, 2, 300), log_every=200)
 
 
 def runs(settings: Settings) -> dict[str, TrainConfig]:
@@ -323,4 +328,5 @@ REPRODUCTION = Reproduction(
     checks=checks,
     figure=figure,
     quick_minutes=9.7,  # CPU minutes (user + sys) of the 3-seed quick run; 43.6 min wall at load 7-11
+    long_minutes=32.0,
 )

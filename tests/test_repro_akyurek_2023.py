@@ -85,7 +85,7 @@ def test_quick_mlp_probe_decodes_a_product_latent_that_a_linear_probe_cannot():
 def test_claim_checks_take_one_ratio_per_seed_from_that_seeds_models():
     settings = akyurek_2023.SCALES["smoke"]  # GPT depths 1, 2 (σ = 0.5: 2), LSA 1, 2; the probed GPT's layer 1
     spd = {(0.0, 1): {"one GD step": (1.0, 3.0), "least squares": (4.0, 2.0)},
-           (0.0, 2): {"one GD step": (5.0, 2.0), "least squares": (1.0, 4.0)},
+           (0.0, 2): {"one GD step": (5.0, 2.0), "least squares": (1.0, 4.0), "Bayes ridge": (2.0, 8.0)},
            (0.5, 2): {"one GD step": (4.0, 4.0), "least squares": (2.0, 8.0), "Bayes ridge": (1.0, 2.0)},
            (0.5, 1): {"one GD step": (1.0, 1.0), "least squares": (1.0, 1.0), "Bayes ridge": (1.0, 1.0)}}
     rows = [{"family": family, "noise": noise, "depth": depth, "seed": seed, "examples": settings.exemplars,
@@ -93,21 +93,31 @@ def test_claim_checks_take_one_ratio_per_seed_from_that_seeds_models():
              "value": values[seed] * (2 if metric == "ILWD" else 1) * (10 if family == "lsa" else 1)}
             for family in ("gpt", "lsa") for (noise, depth), by_algorithm in spd.items()
             for against, values in by_algorithm.items() for seed in (0, 1) for metric in ("SPD", "ILWD")]
-    probes = [{"seed": seed, "target": target, "layer": 1, "probe": "mlp", "metric": metric, "value": value}
-              for seed, by_target in enumerate(({"xty": (0.6, 0.7), "w": (0.5, 0.6)}, {"xty": (0.4, 0.3), "w": (0.45, 0.5)}))
-              for target, values in by_target.items() for metric, value in zip(("r2", "selectivity"), values)]
+    # held-out R² by layer (1, 2): seed 0's Xᵀy rises at layer 1 and its w at layer 2; seed 1's both at layer 1
+    probes = [{"seed": seed, "target": target, "layer": layer, "probe": "mlp", "metric": "r2", "value": value}
+              for seed, by_target in enumerate(({"xty": (0.6, 0.7), "w": (0.1, 0.6)}, {"xty": (0.4, 0.3), "w": (0.45, 0.5)}))
+              for target, values in by_target.items() for layer, value in enumerate(values, start=1)]
+    # the LSA's training loss levels (median over the last fifth), against E[y²] = 4 (σ = 0) and 4.25 (σ = 0.5)
+    training = [{"noise": noise, "depth": 2, "seed": seed, "value": value}
+                for noise, values in ((0.0, (0.5, 8.5)), (0.5, (1.0, 2.0))) for seed, value in enumerate(values)]
     generator = torch.Generator().manual_seed(0)
     samples = 0.5 + 0.01 * torch.randn(100, dtype=torch.float64, generator=generator)
     identities = {"ilwd_probes": 1.0, "weight_distance": 1.0, "spd_over_distance": samples * 2,
                   "ridge_risk_samples": samples, "ridge_test_errors": samples.flip(0), "ols_risk": 0.6, "gd_risk": 1.8}
-    checks = akyurek_2023.checks({"rows": rows, "identities": identities, "probes": probes}, settings)
+    checks = akyurek_2023.checks({"rows": rows, "identities": identities, "probes": probes, "training": training},
+                                 settings)
     by_claim = {}
     for check in checks:
         by_claim.setdefault(check.claim, []).append(check.per_seed)
     depth_ratios = [(0.25, 1.5), (0.2, 2.0), (0.25, 1.5), (0.2, 2.0)]
-    assert by_claim["depth-gd-to-least-squares"] == by_claim["lsa-depth-extra"] == depth_ratios
-    assert by_claim["noise-bayes-ridge"] == by_claim["lsa-noise-extra"] == [(0.5, 0.25), (0.25, 0.5)]
-    assert by_claim["probes-xty-before-w"] == [(0.7, 0.3), pytest.approx((0.1, -0.05))]
+    assert by_claim["depth-gd-to-least-squares"] == depth_ratios  # two depths: no trend check
+    assert by_claim["lsa-depth-extra"] == [*depth_ratios, (0.125, 2.125)]
+    noise_ratios = [(0.5, 0.25), (0.25, 0.5)]
+    assert by_claim["noise-bayes-ridge"] == [*noise_ratios, (0.5, 0.5)]  # the noiseless contrast: LS / ridge
+    assert by_claim["lsa-noise-extra"] == [*noise_ratios, pytest.approx((1 / 4.25, 2 / 4.25))]
+    assert by_claim["probes-xty-before-w"] == [(1.0, 0.0)]
+    diverged = next(check for check in checks if check.claim == "lsa-depth-extra" and "training" in check.quantity)
+    assert diverged.every_seed and diverged.outcome == "failed"  # seed 1's loss level above E[y²]
     assert len(by_claim[None]) == 5 and all(check.passed for check in checks if check.kind == "sanity")
 
 
@@ -124,3 +134,21 @@ def test_prefix_prompts_and_the_step_size_follow_the_number_of_examples():
     assert short.xs.shape == (4, 4, D) and torch.equal(short.xs, prompt.xs[:, :4])
     gd = akyurek_2023.algorithms(SETTINGS, 0.0, examples=3)["one GD step"]
     assert gd.lr == pytest.approx(3 / (3 + D + 1))  # η* = n/(n + d + 1), Mahankali et al. 2023
+
+
+def test_the_depth_trend_is_the_least_squares_slope_against_log2_depth():
+    """Per seed, log(SPD(LS)/SPD(GD)) against log₂ depth, fitted as numpy's polyfit fits it."""
+    depths, ratios = (1, 2, 4, 8), {0: (1.5, 0.9, 0.4, 0.2), 1: (1.2, 1.1, 1.3, 0.9)}
+    rows = [{"family": "gpt", "noise": 0.0, "depth": depth, "seed": seed, "examples": 8, "predictor": "model",
+             "against": against, "metric": "SPD", "value": ratio if against == "least squares" else 1.0}
+            for seed, values in ratios.items() for depth, ratio in zip(depths, values)
+            for against in ("least squares", "one GD step")]
+    slopes = akyurek_2023.depth_slopes({"rows": rows}, depths, 8)
+    expected = [np.polyfit(np.log2(depths), np.log(values), 1)[0] for values in ratios.values()]
+    assert slopes == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_training_loss_level_is_the_median_over_the_last_fifth():
+    history = [{"step": step, "loss": loss} for step, loss in zip(range(0, 1001, 100), (9, 8, 7, 6, 5, 4, 3, 2, 1e9, 0.5, 0.4))]
+    assert akyurek_2023.training_loss_level(history) == pytest.approx(0.5)  # steps 800-1000: 2, 1e9, 0.5, 0.4
+    assert math.isnan(akyurek_2023.training_loss_level([]))
