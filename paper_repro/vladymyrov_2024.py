@@ -19,7 +19,9 @@ reading, the paper's text past its first page could not be read here):
 * ConstRR: ridge with one λ for every prompt, tuned on separate prompts (the "tuning" stream) over ``LAMBDAS``;
 * AdaRR: ridge with each prompt's noise estimated from its own context, λ = σ̂², σ̂² = ‖y − X ŵ_OLS‖²/(n − d)
   (``residual_noise``; needs n > d);
-* TunedRR: the same with λ = α σ̂² + β, (α, β) tuned on the tuning prompts over a grid (``adaptive_ridge``);
+* TunedRR: the same with the paper's two tuned parameters, a multiplicative adjustment α of the noise estimate
+  and a maximal value τ of it, λ = α · min(σ̂², τ), (α, τ) tuned on the tuning prompts over a grid
+  (``adaptive_ridge``; until 2026-12-04 λ = α σ̂² + β, our reading before the text was read);
 * GD++ (von Oswald et al. 2023): L steps with their (η_t, γ_t) tuned on the tuning prompts
   (``icl_sim.theory.step_tuning.tune_steps``), the risk-optimal GD++ of depth L on the mixed-noise task — what
   the paper's GD++ model, trained on that task, can at best reach; its parameters do not depend on σ_τ.
@@ -29,9 +31,14 @@ Claims (``CLAIMS``; each checked at every σ_max of the sweep, on the deepest tr
 * sanity (the library's baselines): the oracle ridge is the Bayes predictor of each prompt, so every fixed
   λ is worse on the mixed-noise task: adjusted loss of Ridge(λ) > 0 for every λ of the grid (one-sided,
   3 standard errors; exact argument: the posterior mean minimises the conditional risk prompt by prompt);
-* ``beats-const-rr`` (Fig. 1): FULL's loss minus ConstRR's ≤ 0, per seed.  A contrast with the baseline (0);
-* ``beats-gd-plus-plus`` (Fig. 1: "models specialized on a fixed noise (GD++) perform poorly, similar to
-  CONSTRR"): FULL's loss minus the tuned GD++'s of the same depth ≤ 0, per seed (contrast);
+* ``beats-const-rr`` (Fig. 1, Table 1): at σ_max = 3, the 3-layer FULL's loss minus ConstRR's ≤ 0, per seed.  A
+  contrast with the baseline (0), which a converged model of a non-adaptive mechanism (one ridge λ, GD++) fails.
+  Its statement says its restriction: at σ_max = 1 the paper's own 3-layer FULL is above ConstRR (Table 1),
+  so σ_max = 1 belongs to the sweep claim, at 4 layers or more;
+* sanity, a claim (``beats-gd-plus-plus``) until 2026-12-04: FULL's loss minus the tuned GD++'s of the same
+  depth ≤ 0 on every seed at σ_max = 3.  GD++ with L tuned steps is a special case of the L-layer FULL class
+  (Fig. 1: "models specialized on a fixed noise (GD++) perform poorly, similar to CONSTRR"), so any converged
+  model passes: a check of the training, not evidence;
 * ``beats-ada-rr`` (Fig. 1's baselines: only TunedRR comes near the transformers): FULL's loss minus AdaRR's ≤ 0,
   per seed (contrast); deferred at quick scale (below);
 * ``comparable-to-tuned-rr`` (Fig. 1: "among the baselines, only TUNEDRR is comparable with linear
@@ -44,7 +51,8 @@ Claims (``CLAIMS``; each checked at every σ_max of the sweep, on the deepest tr
   holds for two equally untrained models;
 * ``sigma-max-sweep`` (Fig. 1's σ_max panels): the comparisons above at the sweep's other σ_max values (the
   claims above are checked at its largest, σ_max = 3, the setting of this reproduction before the sweep was
-  added); deferred at quick scale (below).
+  added), at the deepest trained depth; deferred at quick scale, whose 3 layers are below the 4 the paper's
+  Table 1 needs at σ_max = 1.
 
 Every claim check holds one value per training seed: seed k's loss difference from seed k's model, and seed
 k's |DIAG − FULL| gap from seed k's DIAG and FULL models (over ConstRR's adjusted loss, the same for every seed).
@@ -68,8 +76,11 @@ reading).  Sec. 6's quantitative statements: GD++ "converges to a higher value, 
 4 layers FULL and DIAG beat AdaRR for σ_max ≥ 4; with 5 or more layers they "match or exceed" TunedRR.  Its Table 1
 (7 layers, best of 5 seeds): σ_max = 1: FULL 0.002, DIAG 0.002, GD++ 0.009, ConstRR 0.009, AdaRR 0.003, TunedRR
 0.002; σ_max = 3: 0.025, 0.027, 0.161, 0.161, 0.034, 0.023; at σ_max = 1 a 3-layer FULL (0.015) is above ConstRR
-(0.009), from 4 layers below it.  The held beats-gd-plus-plus is class inclusion (GD++ is a special case of the
-trained class), to become a sanity check or a contrast.
+(0.009), from 4 layers below it.  Since 2026-12-04 ``full`` is that setting (single-head layers, L = 1..7,
+σ_max = 1..7, Adam at 1e-4, batch 2048, 200 000 steps; the per-depth learning-rate adjustments are not given),
+except that every seed is reported rather than the best of five, and TunedRR is the paper's reading.  Not yet
+done (issue 38): a ``long`` scale at d = 5 with 4 or more layers, where ``sigma-max-sweep``, ``beats-ada-rr``,
+``comparable-to-tuned-rr`` and ``diag-matches-full`` could be decided in CPU time.
 
 Scales: ``quick`` shrinks the problem to d = 5, n = 10 (n/d = 2 kept) and trains FULL and DIAG (4 heads)
 at L ∈ {1, 3} for σ_max ∈ {1, 3}, 1500 steps of Adam (lr 5e-3, cosine decay, gradients clipped at norm 1) at
@@ -115,9 +126,10 @@ PARAMETERISATIONS = ("full", "diagonal")
 LABELS = {"full": "FULL", "diagonal": "DIAG"}
 #: λ grid of the fixed-λ ridge (ConstRR); the best is chosen on the tuning prompts
 LAMBDAS = (0.05, 0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 9.0)
-#: TunedRR's λ = α σ̂² + β: the grids of α and β tuned on the tuning prompts (our reading of the paper's TunedRR)
-TUNED_SCALES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
-TUNED_OFFSETS = (0.0, 0.05, 0.1, 0.25, 0.5, 1.0)
+#: TunedRR's λ = α · min(σ̂², τ), the paper's "multiplicative adjustment to the noise estimator" α and "max.
+#: threshold value for the estimated variance" τ, tuned on the tuning prompts over these grids
+TUNED_SCALES = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
+TUNED_THRESHOLDS = (0.25, 0.5, 1.0, 2.0, 4.0, 9.0, 16.0, 25.0, 49.0, float("inf"))
 #: least λ of the adaptive ridges (a residual of 0 would make λ = 0 singular below d points)
 MIN_LAMBDA = 1e-6
 #: DIAG within this fraction of ConstRR's adjusted loss of FULL (our margin, fixed in advance)
@@ -127,10 +139,9 @@ NOISE_BINS = 6
 BASELINES = ("ConstRR", "AdaRR", "TunedRR")
 
 CLAIMS = (
-    Claim("beats-const-rr", "A linear transformer trained on mixed noise levels matches or beats ridge regression with "
-          "the best single λ (ConstRR)", FIGURE_1),
-    Claim("beats-gd-plus-plus", "It beats GD++ of the same depth, which cannot adapt to the noise level and performs "
-          "like ConstRR", FIGURE_1 + " (GD++ performs poorly, similar to CONSTRR)"),
+    Claim("beats-const-rr", "At σ_max = 3 a linear transformer of 3 layers trained on mixed noise levels beats ridge "
+          "regression with the best single λ (ConstRR); at σ_max = 1 that takes 4 layers (the sweep claim)",
+          FIGURE_1 + "; Table 1 (σ_max = 1: 3 layers 0.015 above ConstRR's 0.009, from 4 layers below it)"),
     Claim("beats-ada-rr", "It beats the adaptive ridge (AdaRR, λ = the prompt's estimated noise variance)",
           FIGURE_1 + " (only TUNEDRR is comparable)", decided_at="full",
           reason="quick (d = 5, 1500 steps), σ_max = 3: the 3-layer FULL's adjusted loss 0.169, 0.172, 0.174 (seeds "
@@ -147,12 +158,12 @@ CLAIMS = (
           reason="quick (d = 5, 1500 steps), σ_max = 3: DIAG is below ConstRR in all six seeds (by 0.116-0.131), "
                  "but |DIAG − FULL|/ConstRR's adjusted loss is 0.068, 0.048, 0.079 (seeds 0-2) and 0.082, 0.180, "
                  "0.098 (seeds 100-102; CI upper end 0.2502 against ≤ 0.25): FULL's seed spread, not DIAG's"),
-    Claim("sigma-max-sweep", "The same holds at every σ_max of the sweep, not only the largest: FULL beats ConstRR "
-          "and GD++ (and AdaRR) and is closer to TunedRR, DIAG matches FULL", FIGURE_1 + " (the σ_max panels)",
+    Claim("sigma-max-sweep", "The same holds at the sweep's other σ_max, with the depth the paper gives: FULL beats "
+          "ConstRR (and AdaRR) and is closer to TunedRR, DIAG matches FULL", FIGURE_1 + " (the σ_max panels); Table 1",
           decided_at="full",
-          reason="quick (d = 5, 1500 steps), σ_max = 1: ConstRR's adjusted loss is only 0.030 and the 3-layer FULL "
-                 "stays above it (loss − ConstRR's 0.022, 0.019, 0.049 over seeds 0-2), as does DIAG (0.008, 0.013, "
-                 "0.009); FULL − GD++ 0.006, 0.003, 0.033; |DIAG − FULL|/ConstRR 0.47, 0.18, 1.32"),
+          reason="quick trains at most 3 layers, and at σ_max = 1 the paper's own 3-layer FULL is above ConstRR "
+                 "(Table 1: 0.015 against 0.009), as quick's is (loss − ConstRR's 0.022, 0.019, 0.049 over seeds "
+                 "0-2; DIAG 0.008, 0.013, 0.009): the claim needs ≥ 4 layers at σ_max = 1"),
 )
 
 
@@ -183,9 +194,10 @@ SCALES = {
                       heads=2, test_prompts=512, tuning_prompts=256),
     "quick": Settings(layers=(1, 3), sigma_maxes=(1.0, 3.0), steps=1500, batch_size=512, lr=5e-3,
                       lr_schedule="cosine", heads=4, test_prompts=50_000, tuning_prompts=20_000, dim=5, points=11),
-    # Fig. 1: 1..7 layers over a σ_max sweep; the optimiser settings are our reading (not verified in the paper)
-    "full": Settings(layers=(1, 2, 3, 4, 5, 6, 7), sigma_maxes=(1.0, 2.0, 3.0, 4.0), steps=100_000, batch_size=2048,
-                     lr=1e-4, lr_schedule="constant", heads=4, test_prompts=100_000, tuning_prompts=50_000),
+    # the paper's Sec. 5 / Fig. 1: single-head layers, L = 1..7, σ_max = 1..7, Adam at 1e-4, batch 2048, 200 000 steps
+    "full": Settings(layers=(1, 2, 3, 4, 5, 6, 7), sigma_maxes=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0), steps=200_000,
+                     batch_size=2048, lr=1e-4, lr_schedule="constant", heads=1, test_prompts=100_000,
+                     tuning_prompts=50_000),
 }
 
 
@@ -218,9 +230,10 @@ def residual_noise(prompt) -> torch.Tensor:
     return (ys - (xs @ weights).squeeze(-1)).square().sum(-1) / (count - dim)
 
 
-def adaptive_ridge(prompt, scale: float = 1.0, offset: float = 0.0) -> Ridge:
-    """Ridge with λ = scale · σ̂² + offset per prompt (prior s = 1): AdaRR at (1, 0), TunedRR at tuned (α, β)."""
-    return Ridge((scale * residual_noise(prompt) + offset).clamp(min=MIN_LAMBDA))
+def adaptive_ridge(prompt, scale: float = 1.0, threshold: float = float("inf")) -> Ridge:
+    """Ridge with λ = scale · min(σ̂², threshold) per prompt (prior s = 1): AdaRR at (1, ∞), TunedRR at the tuned
+    (α, τ)."""
+    return Ridge((scale * residual_noise(prompt).clamp(max=threshold)).clamp(min=MIN_LAMBDA))
 
 
 def _adjusted(errors: torch.Tensor, oracle: torch.Tensor) -> tuple[float, float]:
@@ -229,10 +242,9 @@ def _adjusted(errors: torch.Tensor, oracle: torch.Tensor) -> tuple[float, float]
 
 
 def _tuned_baselines(task, tuning) -> dict:
-    """ConstRR's λ, TunedRR's (α, β) and GD++'s per-step parameters per depth, each minimising the tuning prompts'
-    query loss (for GD++: the risk-optimal GD++ of L steps on this task, what training the GD++ model reaches)."""
+    """ConstRR's λ and TunedRR's (α, τ), each minimising the tuning prompts' query loss."""
     const = min(LAMBDAS, key=lambda lam: float(query_squared_errors(Ridge(lam), tuning).mean()))
-    tuned = min(itertools.product(TUNED_SCALES, TUNED_OFFSETS),
+    tuned = min(itertools.product(TUNED_SCALES, TUNED_THRESHOLDS),
                 key=lambda pair: float(query_squared_errors(adaptive_ridge(tuning, *pair), tuning).mean()))
     return {"const_lambda": const, "tuned": tuned}
 
@@ -288,7 +300,7 @@ def _measure_noise_level(measurement, sigma_max: float) -> tuple[list[dict], dic
                                  "quantity": f"loss_minus_{name}", "layers": layers, "seed": seed, "value": value,
                                  "standard_error": error})
     return rows, {"const_lambda": tuned["const_lambda"], "tuned_scale": tuned["tuned"][0],
-                  "tuned_offset": tuned["tuned"][1]}
+                  "tuned_threshold": tuned["tuned"][1]}
 
 
 def measure(measurement) -> dict:
@@ -337,13 +349,17 @@ def _comparisons(results: dict, settings: Settings, sigma_max: float, claim: str
         return seed_values(rows, f"loss_minus_{reference}", predictor=label, layers=deepest, sigma_max=sigma_max)
 
     const_lambda = results["tuned"][f"{sigma_max:g}"]["const_lambda"]
+    # GD++ of L tuned steps is a special case of the L-layer FULL class: any converged model is at or below it (a
+    # sanity check of the training, at the σ_max the claims are read at)
+    gd_plus_plus = [] if claim else [
+        Check(f"{where}, FULL L={deepest}: largest over seeds of loss − loss of GD++ with {deepest} tuned steps (a "
+              "special case of the trained class)", 0.0, max(differences("FULL", "GD++")), relation="at_most",
+              source=FIGURE_1 + ": GD++ performs poorly")]
     return [
         claim_check(claim or "beats-const-rr", f"{where}, FULL L={deepest}: loss − ConstRR's loss (λ = "
                     f"{const_lambda:g}; ≤ 0)", 0.0, differences("FULL", "ConstRR"), relation="at_most",
                     source=FIGURE_1 + ": FULL and DIAG at or below ConstRR"),
-        claim_check(claim or "beats-gd-plus-plus", f"{where}, FULL L={deepest}: loss − loss of GD++ with {deepest} "
-                    "tuned steps (≤ 0)", 0.0, differences("FULL", "GD++"), relation="at_most",
-                    source=FIGURE_1 + ": GD++ performs poorly"),
+        *gd_plus_plus,
         claim_check(claim or "beats-ada-rr", f"{where}, FULL L={deepest}: loss − AdaRR's loss (≤ 0)", 0.0,
                     differences("FULL", "AdaRR"), relation="at_most",
                     source=FIGURE_1 + ": AdaRR among the baselines only TunedRR approaches"),
