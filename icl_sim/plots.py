@@ -101,7 +101,8 @@ class Curve:
     """One line of a panel, with an optional 95 % band; a ``baseline`` is drawn dashed, above the models, so
     that one lying under a model's curve stays visible.  ``continuous=False``: x takes a few measured values
     (depths, layers, pool sizes): markers, joined only between measured points.  Curves of one ``color_key``
-    share a colour (a model and its baseline at one setting); by default each label has its own."""
+    share a colour (a model and its baseline at one setting); by default each label has its own.  ``joined=False``:
+    markers alone, where a line between two measured x would pass values never measured (depths 1 and 4)."""
 
     label: str
     x: Sequence[float]
@@ -112,6 +113,7 @@ class Curve:
     continuous: bool = True
     seeds: int | None = None
     color_key: str | None = None
+    joined: bool = True
 
     @property
     def color(self) -> str:
@@ -259,7 +261,8 @@ def _draw_curve(axes, curve: Curve, color) -> None:
     """A model solid with its band; a baseline dashed and on top; markers where x is discrete or short."""
     marked = not curve.continuous or len(curve.x) <= 12
     marker = ("x" if curve.baseline else "o") if marked else None
-    axes.plot(curve.x, curve.y, color=color, label=curve.label, linestyle="--" if curve.baseline else "-",
+    linestyle = ("--" if curve.baseline else "-") if curve.joined else "none"
+    axes.plot(curve.x, curve.y, color=color, label=curve.label, linestyle=linestyle,
               marker=marker, markersize=4 if curve.baseline else 3, zorder=3 if curve.baseline else 2)
     if curve.low is not None and curve.high is not None:
         if curve.continuous:

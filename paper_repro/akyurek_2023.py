@@ -573,7 +573,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
                 continue
             curves = [seed_curve(name, depths,
                                  _by_x([_values(results, family, noise, depth, name, "SPD", n) for depth in depths]),
-                                 continuous=False)
+                                 continuous=False, joined=False)
                       for name in ALGORITHMS if noise > 0 or name != "Bayes ridge"]
             panels.append(Panel("layers", f"SPD(model, learner) at n = {n}", curves, xscale="log", yscale="log",
                                 title=f"{label}, σ = {noise:g}"))

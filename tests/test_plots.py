@@ -167,6 +167,13 @@ def test_a_discrete_axis_gets_markers_and_error_bars_not_a_band():
     assert axes.get_lines()[0].get_marker() == "o"
 
 
+def test_an_unjoined_curve_draws_its_markers_without_a_line():
+    """Depths 1 and 4: no line through the depths 2 and 3 that were never trained."""
+    axes = _drawn(Panel("depth", "error", [Curve("model", [1, 4], [1.0, 0.2], continuous=False, joined=False)]))
+    (line,) = axes.get_lines()
+    assert line.get_linestyle() == "None" and line.get_marker() == "o"
+
+
 def test_a_heatmap_panel_draws_its_grid(tmp_path):
     panel = Panel("step", "layer", [], heatmap=Heatmap([[0.1, 0.9], [0.8, 0.2]], [1, 2], [1, 2], "cosine"))
     axes = _drawn(panel)
