@@ -141,7 +141,8 @@ BASELINES = ("ConstRR", "AdaRR", "TunedRR")
 CLAIMS = (
     Claim("beats-const-rr", "At σ_max = 3 a linear transformer of 3 layers trained on mixed noise levels beats ridge "
           "regression with the best single λ (ConstRR); at σ_max = 1 that takes 4 layers (the sweep claim)",
-          FIGURE_1 + "; Table 1 (σ_max = 1: 3 layers 0.015 above ConstRR's 0.009, from 4 layers below it)"),
+          FIGURE_1 + "; Table 1 (σ_max = 1: 3 layers 0.015 above ConstRR's 0.009, from 4 layers below it)",
+          runs=("full-*-smax3",)),
     Claim("beats-ada-rr", "It beats the adaptive ridge (AdaRR, λ = the prompt's estimated noise variance)",
           FIGURE_1 + " (only TUNEDRR is comparable)", decided_at="full",
           reason="quick (d = 5, 1500 steps), σ_max = 3: the 3-layer FULL's adjusted loss 0.169, 0.172, 0.174 (seeds "
