@@ -117,6 +117,16 @@ untrained GPT's MLP probe already decodes Xᵀy above the permuted control (sele
 R²(w) is 0.012, 0.022, 0.033 (CI [−0.003, 0.047], just including 0).  A control nearer the paper's (the
 target of a fixed w = 1, a function of the inputs alone) or a contrast with the untrained network would
 make "decoded" mean something; neither exists in ``latent_probes`` yet.
+
+After the issue-38 review (2026-12-04: the noise contrast, the LSA extras' training requirement, the probe's
+rise layers, the depth trend), on a seed block never run before (200-202, quick): ``noise-bayes-ridge`` is
+INCONCLUSIVE: under noise the depth-4 GPT is nearer Bayes ridge than least squares (0.63, 0.55, 0.56) and one GD
+step (0.41, 0.18, 0.20), but without noise the same depth is nearer that ridge than least squares too
+(SPD(LS)/SPD(ridge) 1.46, 1.20, 1.31; 95 % CI [0.995, 1.65]): at quick the GPT's ridge-likeness is not shown to
+come from the noise.  ``lsa-depth-extra`` and ``lsa-noise-extra`` FAIL: their median ratios hold (depth 4:
+SPD(LS)/SPD(GD) 0.061-0.097; under noise 0.053-0.102), but the 4-layer LSA's training diverged on every seed
+(loss level over the last fifth 9102, 18.6 and 42 850 times E[y²] noiseless; 40, 1414 and 1581 under noise).
+At quick the probe's rise layers coincide (0, 0, 0: a 4-layer model places both at layer 1).
 """
 from __future__ import annotations
 

@@ -99,6 +99,12 @@ ConstRR (λ = 0.25) 0.030; AdaRR 0.013; TunedRR 0.010.  At L = 1 every model is 
 (σ_max = 1), one GD step's.  So FULL and DIAG beat ConstRR and GD++ at σ_max = 3 in every seed; the claims that
 need FULL to come near the adaptive ridges, or the small margins of σ_max = 1, are deferred (their reasons say by
 how much).
+
+Fresh seed blocks (2026-12-04, after TunedRR took the paper's form and beats-gd-plus-plus became a sanity check):
+``beats-const-rr`` holds on seeds 200-202, FULL − ConstRR −0.113, −0.110, −0.102 (95 % CI [−0.122, −0.094]), and
+on seeds 300-302, −0.103, −0.102, −0.106 ([−0.110, −0.098]); the untrained control fails all five claims by finite
+values on both.  The paper's TunedRR is the stronger baseline: adjusted loss 0.060 at σ_max = 3 (the earlier
+α σ̂² + β: 0.089) and 0.008 at σ_max = 1 (0.010); FULL (L = 3) 0.162-0.173 and DIAG 0.147-0.158 at σ_max = 3.
 """
 from __future__ import annotations
 

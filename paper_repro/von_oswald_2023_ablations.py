@@ -61,7 +61,10 @@ within 0.8 %), and at N = 100 two of seeds 0–2 and one of 100–102 stall (54 
 2.98–2.99, are still 9 % above GD++'s loss after 2000 steps.  The three GD++ claims therefore wait for the full
 scale (deferred to long since 2026-12-04).  Softmax: one head's gap to one GD step 0.40–0.43, two heads'
 0.044–0.046.  Untrained, every claim fails.  The γ and gap panels draw each seed (a mean of stalled and converged
-seeds describes no seed).
+seeds describes no seed).  Fresh seed block (2026-12-04): ``softmax-heads`` holds on seeds 200-202 (two heads' gap
+0.0457, 0.0459, 0.0458; one head's 0.428, 0.404, 0.426); the untrained control fails all three claims by finite
+values.  On that block quick's schedule stalls again at N = 10 (seed 201: γ −0.27) and N = 100 (seeds 200 and
+202: losses 98 and 254 times GD++'s).
 """
 from __future__ import annotations
 
