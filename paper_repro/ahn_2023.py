@@ -36,7 +36,7 @@ Claims (``CLAIMS``), each a claim check per training seed (one value from each s
   every matrix after ~5000 steps and ≤ 0.05 from ~50 000 steps to its end at 100 000 (A_0 0.04, A_1, A_2
   0.01, B_0 0.02, B_1 0.01): quick and long (2000-16 000 steps) require ≤ 0.1, full (the notebook's 100 000)
   ≤ 0.05.  At quick and long the L-sweep's runs (L = 1, 2, 3) stand for Fig. 4's three-layer run.  A converged
-  model of another mechanism fails it: plain GD steps (A_ℓ ∝ I: distance 0.27 at κ = 4) or Thm 1's one-layer A
+  model of another mechanism fails it: plain GD steps (A_ℓ ∝ I: distance 0.39 at κ = 4) or Thm 1's one-layer A
   (neither I nor Σ⁻¹).  The figure also draws Fig. 4 as the notebook does, each matrix's distance against the
   training step, from the weights logged with every metrics record (``monitor``), for the three-layer free run
   and the deepest B = 0 run.
