@@ -180,7 +180,13 @@ CLAIMS = (
           decided_at="long",
           reason="quick's 10-minute budget trains depths 1 and 4 only (SPD(GD)/SPD(LS) 0.600-0.604 at depth 1, "
                  "SPD(LS)/SPD(GD) 0.150-0.341 at depth 4, seeds 0-2): two depths show no trend; long trains 1, 2, "
-                 "4 and 8"),
+                 "4 and 8",
+          analysis="At long (seeds 0-4, the long scale's first run) the claim is INCONCLUSIVE.  The shallow end holds "
+                   "(depth 1: SPD(GD)/SPD(LS) 0.600-0.607, ILWD 0.595-0.602) and so does the trend (slopes of log "
+                   "SPD(LS)/SPD(GD) against log₂ depth −1.03, −0.16, −1.20, −0.87, −0.86, CI [−1.32, −0.33]), but the "
+                   "deep end does not on every seed: the depth-8 GPT is nearer least squares on four seeds (0.044-"
+                   "0.187) and nearer one GD step on seed 1 (1.65; ILWD 1.67), so the interval [−0.42, 1.28] straddles "
+                   "1.  Quick's recipe (2000 steps) leaves one 8-layer model short of the least-squares end."),
     Claim("noise-bayes-ridge", "Under label noise the deepest transformer is closest to Bayes ridge, not to least "
           "squares or one GD step (SPD), while without noise the same depth is closer to least squares than to "
           "that ridge", NOISE_SOURCE),
@@ -189,7 +195,12 @@ CLAIMS = (
           reason="quick probes a 4-layer GPT: on seeds 0-2 the untrained GPT met the criterion then used (selectivity "
                  "for Xᵀy at layer 2 0.154-0.159 > 0; R²(Xᵀy) − R²(w) 0.012-0.033, CI reaching −0.003), so one "
                  "layer's R² decides nothing; the layer at which each rises needs the deeper probed GPT of long (8 "
-                 "layers; the paper's has 16)"),
+                 "layers; the paper's has 16)",
+          analysis="At long (seeds 0-4, the 8-layer GPT) the claim FAILED: on every seed the MLP probe's R² for Xᵀy and "
+                   "for w rise at the same layer (difference 0, 0, 0, 0, 0; required ≥ 1).  Both profiles climb from "
+                   "≈ 0.12 at layer 1 to ≈ 0.3 at layer 2 and level off near 0.4 (the linear probe's near 0.1-0.18), "
+                   "above the permuted control's ≈ −0.03: this model, trained by quick's recipe, encodes the two "
+                   "together, or the probe cannot tell them apart, and no layer decodes either well."),
     Claim("lsa-depth-extra", "Extra, not the paper's model: in linear self-attention, depth moves the match from one "
           "GD step (depth 1) to least squares (the deepest), by median SPD and ILWD, in models whose training did "
           "not diverge", EXTRA_SOURCE),
