@@ -328,7 +328,8 @@ def snapshots(model, history: list[dict]) -> list[tuple[int, torch.nn.Module]]:
 def best_snapshot(model, history: list[dict], prompt, count: int):
     """The model at the one of its last ``count`` logged snapshots with the least final-query loss on ``prompt``
     (the authors' validation set): ``model`` itself when none was logged (the untrained control)."""
-    candidates = [candidate for _, candidate in snapshots(model, history)[-count:]]
+    logged = [record for record in history if "weights" in record][-count:]
+    candidates = [candidate for _, candidate in snapshots(model, logged)]
     if not candidates:
         return model
     return min(candidates, key=lambda candidate: float(query_squared_errors(candidate, prompt).mean()))

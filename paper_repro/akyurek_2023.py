@@ -145,6 +145,7 @@ import torch
 
 from icl_sim.checks import Check, claim_check, exact, monte_carlo, two_sample
 from icl_sim.config import TrainConfig
+from icl_sim.convergence import LAST_FRACTION
 from icl_sim.evaluation import prompt_errors
 from icl_sim.latent_probes import probe_latent
 from icl_sim.plots import Panel, seed_curve
@@ -154,6 +155,7 @@ from icl_sim.tasks import LinearRegression
 from icl_sim.theory import GD, OLS, Ridge
 from icl_sim.theory.formulas import ols_risk, one_step_gd_risk, optimal_step, ridge_bayes_risk_samples
 
+from .measures import least_squares_slope
 from .runner import HELD_OUT_STREAMS
 from .spec import Claim, Paper, Reproduction
 
@@ -392,7 +394,7 @@ def training_loss_level(history: list[dict]) -> float:
     steps = [record["step"] for record in history if "loss" in record]
     if not steps:
         return math.nan
-    start = steps[-1] - (steps[-1] - steps[0]) / 5
+    start = steps[-1] - (steps[-1] - steps[0]) * LAST_FRACTION
     losses = torch.tensor([record["loss"] for record in history if "loss" in record and record["step"] >= start],
                           dtype=torch.float64)
     return float(losses.median())
@@ -495,14 +497,9 @@ def _depth_checks(results: dict, settings: Settings, family: str, claim: str) ->
 def depth_slopes(results: dict, depths, n: int) -> list[float]:
     """Per seed, the least-squares slope of log(SPD(LS)/SPD(GD)) against log₂ depth: negative when the match moves
     from one GD step towards least squares as depth grows."""
-    xs = torch.tensor([math.log2(depth) for depth in depths], dtype=torch.float64)
     per_depth = [_ratios(results, "gpt", 0.0, depth, "SPD", "least squares", "one GD step", n) for depth in depths]
-    slopes = []
-    for ratios in zip(*per_depth):
-        ys = torch.tensor(ratios, dtype=torch.float64).log()
-        centred = xs - xs.mean()
-        slopes.append(float((centred * (ys - ys.mean())).sum() / centred.square().sum()))
-    return slopes
+    return [least_squares_slope([math.log2(depth) for depth in depths], [math.log(ratio) for ratio in ratios])
+            for ratios in zip(*per_depth)]
 
 
 def _noise_checks(results: dict, settings: Settings, family: str, claim: str) -> list[Check]:
@@ -529,7 +526,7 @@ def _training_check(results: dict, claim: str, noise: float, depth: int, setting
     """Every seed's LSA of ``depth`` at ``noise`` trained without diverging: its training loss level (the median
     over the last fifth) at most the trivial error E[y²] = d s² + σ²."""
     values = _by_seed(results["training"], noise=noise, depth=depth)
-    trivial = settings.dim + noise**2
+    trivial = settings.task(noise).trivial_error() * settings.dim  # trivial_error is E[y²] / d
     return claim_check(claim, f"lsa, σ = {noise:g}, depth {depth}: training loss over the last fifth (median) / "
                        f"E[y²] = {trivial:g}", 1.0, [value / trivial for value in values], relation="at_most",
                        every_seed=True, source=f"{EXTRA_SOURCE}: a diverged run is no evidence")

@@ -55,7 +55,6 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from icl_sim.checks import Check, claim_check
@@ -64,7 +63,7 @@ from icl_sim.plots import Panel, seed_curve
 from icl_sim.tasks.kcm_regression import KCMRegression
 from icl_sim.training import initial_model, training_batch
 
-from .measures import seed_values
+from .measures import least_squares_slope, seed_values
 from .runner import held_out_prompts
 from .spec import Claim, Paper, Reproduction
 
@@ -166,10 +165,10 @@ def _pair_measures(soft: torch.Tensor, lin: torch.Tensor, targets: torch.Tensor)
 
 def log_slope(lengths, values) -> float:
     """The least-squares slope of log(value) against log L (NaN unless every value is finite and positive)."""
-    values = np.asarray(values, dtype=np.float64)
-    if not np.all(np.isfinite(values) & (values > 0)):
+    values = [float(value) for value in values]
+    if not all(math.isfinite(value) and value > 0 for value in values):
         return math.nan
-    return float(np.polyfit(np.log(np.asarray(lengths, dtype=np.float64)), np.log(values), 1)[0])
+    return least_squares_slope([math.log(length) for length in lengths], [math.log(value) for value in values])
 
 
 def measure(measurement) -> dict:

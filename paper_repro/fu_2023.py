@@ -104,7 +104,7 @@ from icl_sim.theory.baselines import in_eigenbasis
 from icl_sim.theory.formulas import fu_alpha, gd_steps_to_tolerance, newton_iterates, newton_steps_to_tolerance
 from icl_sim.theory.prefix import as_float64, label_moments, outer_products, prefix_sum
 
-from .measures import query_squared_errors, seed_values
+from .measures import least_squares_slope, query_squared_errors, seed_values
 from .spec import Claim, Paper, Reproduction
 
 PAPER = Paper("D. Fu, T.-Q. Chen, R. Jia, V. Sharan", "Transformers learn higher-order optimization methods for "
@@ -324,13 +324,6 @@ def similarity_heatmaps(model, tuning: Prompt, probes: Prompt, algorithms: dict)
     return {name: per_prompt_similarity(residuals, steps) for name, steps in algorithms.items()}
 
 
-def _slope(xs, ys) -> float:
-    """Least-squares slope of ys on xs."""
-    x, y = torch.tensor(xs, dtype=torch.float64), torch.tensor(ys, dtype=torch.float64)
-    x = x - x.mean()
-    return float((x * (y - y.mean())).sum() / (x * x).sum())
-
-
 def _exact_rows(settings: "Settings") -> list[dict]:
     rows = []
     for name, result in newton_residual_gaps().items():
@@ -371,8 +364,8 @@ def measure(measurement) -> dict:
                       "quantity": "best_step", "value": step} for layer, step in enumerate(best[algorithm], start=1)]
         layers = list(range(1, len(best["newton"]) + 1))
         error, error_se = mean_and_standard_error(query_squared_errors(model, test))
-        fit = {"newton_slope": _slope(layers, best["newton"]),
-               "gd_log2_slope": _slope(layers, [math.log2(step) for step in best["gd"]]),
+        fit = {"newton_slope": least_squares_slope(layers, best["newton"]),
+               "gd_log2_slope": least_squares_slope(layers, [math.log2(step) for step in best["gd"]]),
                "relative_error": error / (task.trivial_error() * task.dim),
                "relative_error_se": error_se / (task.trivial_error() * task.dim)}
         rows += [{"part": "trained", "seed": seed, "quantity": key, "value": value} for key, value in fit.items()]

@@ -71,6 +71,13 @@ def relative_error(matrix: torch.Tensor, target: torch.Tensor) -> float:
     return float((matrix - target).norm() / target.norm())
 
 
+def least_squares_slope(xs, ys) -> float:
+    """The least-squares slope of ``ys`` on ``xs`` (a line fitted with an intercept), in float64."""
+    x, y = torch.tensor(list(xs), dtype=torch.float64), torch.tensor(list(ys), dtype=torch.float64)
+    x = x - x.mean()
+    return float((x * (y - y.mean())).sum() / x.square().sum())
+
+
 def seed_values(rows, quantity: str, **match) -> list[float]:
     """``quantity``'s value per seed, in seed order, from a tidy table of {seed, quantity, value, ...} rows whose
     other columns equal ``match`` (e.g. ``run="lsa"``): what a claim check takes as ``per_seed``."""

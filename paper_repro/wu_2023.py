@@ -80,6 +80,7 @@ from icl_sim.tasks import LinearRegression
 from icl_sim.theory.formulas import (one_step_gd_risk, optimal_preconditioner, preconditioned_gd_risk,
                                      preconditioner_risk, ridge_bayes_risk)
 
+from .measures import least_squares_slope
 from .spec import Claim, Paper, Reproduction
 
 PAPER = Paper("J. Wu, D. Zou, Z. Chen, V. Braverman, Q. Gu, P. L. Bartlett",
@@ -230,9 +231,7 @@ def fitted_slope(results: dict, fit_from: int, seed: int | None = None) -> float
               if t >= fit_from and sum(v) > 0]
     if len(points) < 2:
         return math.nan
-    mx = sum(x for x, _ in points) / len(points)
-    my = sum(y for _, y in points) / len(points)
-    return sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
+    return least_squares_slope(*zip(*points))
 
 
 def _trained(results: dict, snr: float, key: str) -> list[float]:
