@@ -1,8 +1,12 @@
 """von Oswald et al. (ICML 2023), "Transformers learn in-context by gradient descent", Fig. 2 / Sec. 3.
 
 Setting: one linear self-attention layer trained on noiseless linear regression, d = 10 with N = 10
-context points and w ~ N(0, I), with the authors' Adam (β = (0.9, 0.98), ε = 1e-9), initial weight
-scale 0.002 and gradients clipped to a global norm of 1e-3.
+context points and w ~ N(0, I), with the authors' Adam (β = (0.9, 0.98), optax's ε = 1e-8), initial weight
+scale 0.002 and gradients clipped to a global norm of 1e-3.  Their attention sums over the context where
+icl-sim's LSA averages, and their loss is ½·MSE where icl-sim's is the MSE: their training is run in icl-sim's
+terms by ``summed_attention_training`` (learning rate and initial scale ×√N, the clip and ε ×2/√N; exact, step
+for step, tests/test_repro_von_oswald_2023.py).  One difference stays: the authors' layer has separate query,
+key, value and output matrices (src/attn.py), icl-sim's the merged P = W_PV and Q = W_KQ of the paper's Sec. 2.
 
 Inputs: x ~ U(−0.5, 0.5)^d, the authors' code, not the text.  Sec. 3 of the paper says x ~ U(−1, 1)^d;
 the code draws U(−r/2, r/2) with r = ``input_range`` (src/data.py, ``create_reg_data``, whose docstring
@@ -99,8 +103,9 @@ FIGURE_2 = "von Oswald et al. 2023, Fig. 2 / Sec. 3"
 INTERPOLATION = "von Oswald et al. 2023, Fig. 2 and App. A.3 (interpolated weights)"
 OUT_OF_DISTRIBUTION = "von Oswald et al. 2023, Fig. 2 (outer right): the curves overlay for every α"
 TASK = LinearRegression(dim=10, points=11, x_distribution="uniform", x_bound=0.5, prior_scale=1.0)
-#: the authors' Adam (src/config.py: b1 0.9, b2 0.98, eps 1e-9), at every scale
-ADAM_BETAS, ADAM_EPS = (0.9, 0.98), 1e-9
+#: the authors' Adam, at every scale: src/train.py builds ``optax.adamw(lr, b1, b2, weight_decay=0)`` with
+#: src/config.py's b1 0.9 and b2 0.98 and optax's default eps 1e-8 (config.adam_eps, 1e-9, is never passed)
+ADAM_BETAS, ADAM_EPS = (0.9, 0.98), 1e-8
 #: prompts of the empirical η* (a property of the task, the same at every scale)
 STEP_SIZE_PROMPTS = 50_000
 #: input scales α of the out-of-distribution test (α = 1 is the training distribution)
@@ -144,11 +149,30 @@ SCALES = {
 
 
 def runs(settings: Settings) -> dict[str, TrainConfig]:
-    return {"lsa": TrainConfig(task=TASK.name, task_params=dataclasses.asdict(TASK), model="lsa",
-                               model_params={"layers": 1, "init_scale": settings.init_scale}, steps=settings.steps,
-                               batch_size=settings.batch_size, lr=settings.lr, betas=ADAM_BETAS, adam_eps=ADAM_EPS,
-                               lr_schedule=settings.lr_schedule, grad_clip=settings.grad_clip, loss_on="last",
-                               log_every=settings.log_every, checkpoint_every=max(settings.steps // 5, 1))}
+    config = TrainConfig(task=TASK.name, task_params=dataclasses.asdict(TASK), model="lsa",
+                         model_params={"layers": 1, "init_scale": settings.init_scale}, steps=settings.steps,
+                         batch_size=settings.batch_size, lr=settings.lr, betas=ADAM_BETAS, adam_eps=ADAM_EPS,
+                         lr_schedule=settings.lr_schedule, grad_clip=settings.grad_clip, loss_on="last",
+                         log_every=settings.log_every, checkpoint_every=max(settings.steps // 5, 1))
+    return {"lsa": summed_attention_training(config, TASK.points - 1)}
+
+
+def summed_attention_training(config: TrainConfig, context_points: int) -> TrainConfig:
+    """``config``, written for the authors' LSA, as the same training of icl-sim's.
+
+    Their attention sums over the N context tokens (src/attn.py: the logits are the weights) where ours averages,
+    and their loss is half the mean squared error (src/train.py, ``compute_loss``) where ours is all of it.  Their
+    layer adds P_a (Σ_j z_j z_jᵀ) Q_a z, ours P ((1/N) Σ_j z_j z_jᵀ) Q z: the same function at P = √N P_a,
+    Q = √N Q_a, where our gradients are 2/√N times theirs.  Adam's step does not see a gradient's scale, so from √N
+    times their initial weights, at √N times their learning rate, with the global norm clipped and ε (added to √v)
+    both 2/√N times theirs, (P, Q)/√N moves as their weights do, step for step.  Without this, Adam at their
+    learning rate moves our weights as fast as theirs towards values √N times theirs.
+    """
+    root = math.sqrt(context_points)
+    gradient_ratio = 2 / root
+    return dataclasses.replace(
+        config, model_params={**config.model_params, "init_scale": config.model_params["init_scale"] * root},
+        lr=config.lr * root, grad_clip=config.grad_clip * gradient_ratio, adam_eps=config.adam_eps * gradient_ratio)
 
 
 def one_step_optimal_step(dim: int, context_points: int, bound: float) -> float:

@@ -2,8 +2,10 @@
 
 Two results beside Fig. 2 (``von_oswald_2023``), on the same task (d = 10, x ~ U(−0.5, 0.5)^d, the
 authors' code rather than the text's U(−1, 1): see that module; w ~ N(0, I)) with the authors' Adam
-(β = (0.9, 0.98), ε = 1e-9), gradients clipped to a global norm of 1e-3 and initial weight scale
-0.002/K for K layers.
+(β = (0.9, 0.98), optax's ε = 1e-8), gradients clipped to a global norm of 1e-3 and initial weight scale
+0.002/K for K layers.  The recurrent LSA is trained as the authors train theirs, whose attention sums over the
+context where icl-sim's averages: ``summed_attention_training`` (von_oswald_2023) sets its learning rate,
+initial scale, clip and ε so that icl-sim's weights over √N follow the authors' trajectory step for step.
 
 GD++ (Sec. 3 "Multiple steps of gradient descent vs. multiple layers of self-attention", Fig. 3a, App. A.10,
 Fig. 13): a recurrent two-layer LSA (one layer's weights applied twice, their code's ``deq``) is trained
@@ -47,8 +49,8 @@ Each claim check takes one value per training seed, each from that seed's models
 Scales: ``full`` is the authors' notebook (google-research/self-organising-systems,
 transformers_learn_icl_by_gd/constructed_token_setup.ipynb, its "Config" cell with ``num_layers`` = 2 and
 ``recurrent_Transformer`` for GD++, ``softmax`` and ``num_heads`` 1 or 2 for the ablation: batch 2048,
-5000 steps, Adam lr 1e-3, global-norm clip 1e-3, ``init_scale`` 0.002/num_layers; β and ε from
-src/config.py).  ``quick`` shrinks the batch to 1024 and the steps to 2000 at lr 5e-2 with cosine decay
+5000 steps, Adam lr 1e-3, global-norm clip 1e-3, ``init_scale`` 0.002/num_layers; β from src/config.py, ε
+optax's default, which src/train.py keeps).  ``quick`` shrinks the batch to 1024 and the steps to 2000 at lr 5e-2 with cosine decay
 (the optimiser's schedule, not the problem, is shrunk); ``smoke`` runs 10 steps to test the pipeline.
 ``long`` is the full scale itself, the authors' schedule unshrunk (5 seeds on one CPU thread within the hour):
 the GD++ claims are decided there, since quick's schedule stalls seeds at N = 50 and 100.
@@ -88,7 +90,8 @@ from icl_sim.weight_comparison import compare_to_construction
 from .measures import seed_values
 from .runner import held_out_prompts
 from .spec import Claim, Reproduction
-from .von_oswald_2023 import ADAM_BETAS, ADAM_EPS, LOSS_GAP, PAPER, TASK, best_gd_step_size, query_loss
+from .von_oswald_2023 import (ADAM_BETAS, ADAM_EPS, LOSS_GAP, PAPER, TASK, best_gd_step_size, query_loss,
+                              summed_attention_training)
 from .von_oswald_2023 import Settings as Figure2Settings
 
 #: context sizes N of the recurrent two-layer (GD++) runs and the γ App. A.10 reads off the authors' trained
@@ -170,7 +173,8 @@ def runs(settings: Settings) -> dict[str, TrainConfig]:
                            lr_schedule=settings.lr_schedule, grad_clip=settings.grad_clip, loss_on="last",
                            log_every=settings.log_every, checkpoint_every=max(settings.steps // 5, 1))
 
-    return {**{f"recurrent-lsa-n{points}": run(gd_plus_plus_task(points), "lsa", {"layers": 2, "recurrent": True})
+    return {**{f"recurrent-lsa-n{points}": summed_attention_training(
+                   run(gd_plus_plus_task(points), "lsa", {"layers": 2, "recurrent": True}), points)
                for points in GD_PLUS_PLUS_POINTS},
             **{name: run(TASK, "softmax-attention", {"layers": 1, "heads": heads})
                for heads, name in softmax_runs().items()}}

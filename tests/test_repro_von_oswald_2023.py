@@ -101,11 +101,61 @@ def test_the_alignment_of_a_scaled_gd_step():
 
 
 def test_the_full_scale_is_the_authors_notebook():
-    """constructed_token_setup.ipynb, one layer: batch 2048, 5000 steps, Adam lr 1e-3 (β 0.9, 0.98; ε 1e-9),
-    global-norm clip 1e-3, init 0.002; the code's U(−0.5, 0.5) inputs and N = d = 10."""
+    """constructed_token_setup.ipynb, one layer: batch 2048, 5000 steps, Adam lr 1e-3 (β 0.9, 0.98; optax's ε 1e-8),
+    global-norm clip 1e-3, init 0.002, for their summed attention and ½·MSE (in icl-sim's terms: lr, init ×√N,
+    clip and ε ×2/√N); the code's U(−0.5, 0.5) inputs and N = d = 10."""
     (config,) = vo.runs(vo.SCALES["full"]).values()
-    assert (config.batch_size, config.steps, config.lr, config.lr_schedule, config.grad_clip) == (
-        2048, 5000, 1e-3, "constant", 1e-3)
-    assert (tuple(config.betas), config.adam_eps, config.model_params["init_scale"]) == ((0.9, 0.98), 1e-9, 0.002)
+    root = np.sqrt(10)
+    assert (config.batch_size, config.steps, config.lr_schedule) == (2048, 5000, "constant")
+    assert (config.lr, config.grad_clip, config.adam_eps, config.model_params["init_scale"]) == pytest.approx(
+        (1e-3 * root, 1e-3 * 2 / root, 1e-8 * 2 / root, 0.002 * root), rel=1e-12)
+    assert tuple(config.betas) == (0.9, 0.98)
     assert dict(config.task_params, points=None) == dict(dataclasses.asdict(vo.TASK), points=None)
     assert (vo.TASK.x_bound, vo.TASK.dim, vo.TASK.points) == (0.5, 10, 11)
+
+
+def summed_attention_loss(value, key_query, prompt, points):
+    """The authors' recurrent LSA, written out: every token z ← z + P (Σ_{j<N} z_j z_jᵀ) Q z (a plain sum over the
+    N context tokens), the weights applied once per layer, ŷ = −(query's y slot), and their ½·MSE."""
+    tokens = torch.cat([prompt.xs, torch.cat([prompt.ys[:, :-1], torch.zeros_like(prompt.ys[:, -1:])], 1)[..., None]],
+                       dim=-1)
+    for _ in range(2):
+        context = tokens[:, :points]
+        moment = context.mT @ context
+        tokens = tokens + tokens @ (value @ moment @ key_query).mT
+    return 0.5 * (-tokens[:, -1, -1] - prompt.ys[:, -1]).square().mean()
+
+
+def test_icl_sims_training_moves_the_authors_weights_as_their_training_does(tmp_path):
+    """Twenty Adam steps of icl-sim's averaged-attention LSA, set up by ``summed_attention_training``, against the
+    authors' summed-attention LSA trained by torch's Adam at their settings from our initial weights over √N: the
+    weights over √N agree at every step (their trajectory), and the untransformed settings do not."""
+    from icl_sim.paper_repro import von_oswald_2023_ablations as ablations
+    from icl_sim.training import initial_model, train, training_batch
+
+    points = 25
+    authors = dataclasses.replace(ablations.runs(ablations.SCALES["full"])["recurrent-lsa-n25"], steps=20,
+                                  batch_size=256, log_every=10, checkpoint_every=20)
+    authors = dataclasses.replace(authors, lr=1e-3, grad_clip=1e-3, adam_eps=1e-8,
+                                  model_params={**authors.model_params, "init_scale": 0.001})
+    ours = vo.summed_attention_training(authors, points)
+    task = ablations.gd_plus_plus_task(points)
+    start = initial_model(ours, torch.device("cpu"))
+    root = np.sqrt(points)
+    value, key_query = (torch.nn.Parameter(weight.detach()[0, 0] / root) for weight in (start.value, start.key_query))
+    optimizer = torch.optim.Adam([value, key_query], lr=1e-3, betas=(0.9, 0.98), eps=1e-8)
+    for step in range(20):
+        optimizer.zero_grad()
+        summed_attention_loss(value, key_query, training_batch(task, ours, step, torch.device("cpu")), points).backward()
+        torch.nn.utils.clip_grad_norm_([value, key_query], 1e-3)
+        optimizer.step()
+    trained = train(ours, tmp_path / "ours", progress=False)
+    moved = (value.detach() - start.value.detach()[0, 0] / root).abs().max()
+    assert moved > 1e-2  # twenty steps of 1e-3 each moved the weights: the agreement is not of the start alone
+    for name, authors_weight in (("value", value), ("key_query", key_query)):
+        ours_weight = getattr(trained, name).detach()[0, 0] / root
+        assert (ours_weight - authors_weight.detach()).abs().max() < 1e-3 * moved  # float32 rounding, amplified by
+        # Adam's near-sign steps on entries whose gradient is near 0
+    untransformed = train(dataclasses.replace(authors, model_params=ours.model_params), tmp_path / "untransformed",
+                          progress=False)
+    assert (untransformed.value.detach()[0, 0] / root - value.detach()).abs().max() > 0.3 * moved
