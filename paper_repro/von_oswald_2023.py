@@ -71,6 +71,14 @@ by at most 5 % over its last fifth): loss gaps ≤ 1.1e-3 (1.2e-3), the predicti
 0.9996–0.9997 (0.9995); sanity: the interpolation's largest loss gap 6.5e-4 (4.4e-4), out of distribution the
 largest loss gap 0.014 (0.009), the interpolation's 0.007 (0.005), the predictions' distance 0.021 (0.023).
 The untrained control fails both claims by finite values on both blocks.
+
+Later on 2026-12-04 the training became the authors' (``summed_attention_training``: their summed attention and
+½·MSE, which changed the learning rate, initial scale, clip and ε in icl-sim's terms, and optax's ε 1e-8 for the
+1e-9 read from a config field their optimiser never receives): a fidelity fix, no failure prompted it.  The
+numbers above are the old training's.  The verdict was retaken at quick on two blocks never run before: seeds
+400-402 (500-502) hold both claims: loss gaps ≤ 9.3e-4 (7.3e-4), the predictions' relative L2 distances
+0.025-0.026 (0.022-0.024), the sensitivities' 0.024-0.026 (0.021-0.024), their cosines 0.9997, weight cosines
+0.9987-0.9988 (0.9988-0.9991); the untrained control fails both claims by finite values on both blocks.
 """
 from __future__ import annotations
 

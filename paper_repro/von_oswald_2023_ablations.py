@@ -64,8 +64,8 @@ within 0.8 %), and at N = 100 two of seeds 0–2 and one of 100–102 stall (54 
 scale (deferred to long since 2026-12-04).  Softmax: one head's gap to one GD step 0.40–0.43, two heads'
 0.044–0.046.  Untrained, every claim fails.  The γ and gap panels draw each seed (a mean of stalled and converged
 seeds describes no seed).  Fresh seed block (2026-12-04): ``softmax-heads`` holds on seeds 200-202 (two heads' gap
-0.0457, 0.0459, 0.0458; one head's 0.428, 0.404, 0.426); the untrained control fails all three claims by finite
-values.  At long both GD++ claims failed (``LONG_FAILURE`` says by how much and why we think the cause is our
+0.0457, 0.0459, 0.0458; one head's 0.428, 0.404, 0.426) and on seeds 300-302 (0.0449, 0.0457, 0.0444; 0.427,
+0.426, 0.426); the untrained control fails all three claims by finite values on both blocks.  At long both GD++ claims failed (``LONG_FAILURE`` says by how much and why we think the cause is our
 normalisation, not the paper); softmax-heads, decided at quick, measured there too: one head's gap 0.435-0.459
 on every seed, two heads' 0.049-0.050 on three seeds and 0.45 and 0.41 (one head's level) on seeds 2 and 3.
 On the fresh block quick's schedule stalls again at N = 10 (seed 201: γ −0.27) and N = 100 (seeds 200 and

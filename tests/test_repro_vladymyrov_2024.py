@@ -96,7 +96,7 @@ def test_claim_checks_take_one_value_per_seed_from_that_seeds_models():
     TunedRR contrast is |FULL − TunedRR| − |FULL − ConstRR| per seed."""
     from icl_sim.paper_repro import vladymyrov_2024 as repro
 
-    settings = dataclasses.replace(repro.SCALES["smoke"], sigma_maxes=(3.0,))
+    settings = dataclasses.replace(repro.SCALES["smoke"], sigma_maxes=(3.0,), layers=(7,))  # every claim stated
     claims = {}
     for check in repro.checks(_results(repro, settings.sigma_maxes, settings.layers[0]), settings):
         claims.setdefault(check.claim, []).append(check.per_seed)
@@ -109,15 +109,28 @@ def test_claim_checks_take_one_value_per_seed_from_that_seeds_models():
     assert claims["diag-matches-full"][1] == pytest.approx((0.1, 0.4))  # |0.25 − 0.2| / 0.5, |0.1 − 0.3| / 0.5
 
 
-def test_the_smaller_sigma_maxes_of_the_sweep_are_the_sweep_claims_checks():
+def test_each_comparison_is_its_claims_where_the_paper_states_it_and_the_sweeps_elsewhere():
+    """ConstRR at σ_max = 3 is beats-const-rr's; AdaRR at the largest σ_max beats-ada-rr's, elsewhere only where the
+    paper states it (5 layers: σ_max ≥ 4); TunedRR and DIAG at the largest σ_max their own claims'; all else the sweep's."""
     from icl_sim.paper_repro import vladymyrov_2024 as repro
 
-    settings = repro.SCALES["smoke"]  # σ_max = 1 and 3
+    settings = dataclasses.replace(repro.SCALES["smoke"], sigma_maxes=(1.0, 3.0, 4.0), layers=(5,))
     checks = repro.checks(_results(repro, settings.sigma_maxes, settings.layers[0]), settings)
-    by_level = {level: {check.claim for check in checks if check.quantity.startswith(f"σ_max = {level}")}
-                for level in (1, 3)}
-    assert by_level[1] == {None, "sigma-max-sweep"}
-    assert by_level[3] == {None} | {claim.id for claim in repro.CLAIMS} - {"sigma-max-sweep"}
+
+    def claims(level, about=""):
+        return sorted({str(check.claim) for check in checks
+                       if check.quantity.startswith(f"σ_max = {level}") and about in check.quantity})
+
+    assert claims(1) == ["None", "sigma-max-sweep"]
+    assert claims(3, "FULL L=5: loss − ConstRR") == ["beats-const-rr"]
+    assert claims(3, "AdaRR") == [] and claims(1, "AdaRR") == []  # below σ_max 4 the paper states it at 7 layers
+    assert claims(3, "DIAG") == ["sigma-max-sweep"]
+    assert claims(4, "FULL L=5: loss − ConstRR") == ["sigma-max-sweep"]
+    assert claims(4, "AdaRR") == ["beats-ada-rr"]
+    assert claims(4, "TunedRR") == ["comparable-to-tuned-rr"]
+    assert claims(4, "DIAG") == ["diag-matches-full"]
+    assert repro.beats_ada_rr_stated(1.0, 7) and repro.beats_ada_rr_stated(4.0, 4) and not repro.beats_ada_rr_stated(
+        3.0, 6) and not repro.beats_ada_rr_stated(5.0, 3)
 
 
 def test_the_residual_noise_estimate_is_numpys_and_unbiased():
