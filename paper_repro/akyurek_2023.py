@@ -132,7 +132,12 @@ FAILED there (the noiseless contrast 1.46, 1.44, 1.47, wholly above 1).  At long
 with the quick re-measurement and both controls, 123 min wall at a load of 3-11) the claims decided there are in
 their analyses: the depth claim inconclusive, the probe claim failed; the noiseless contrast stays above 1 on
 every seed (1.10-1.47) and the 4-layer LSAs diverge again.  The untrained control fails every claim by a finite
-value at quick and at long.
+value at quick and at long.  A second fresh block at quick, seeds 300-302 (2026-12-04, nothing changed):
+``noise-bayes-ridge`` FAILED (under noise nearer Bayes ridge than least squares, 0.53, 0.53, 0.57, and one GD
+step, 0.18, 0.18, 0.28, but the noiseless contrast 1.41, 1.43, 1.55 is wholly above 1, CI [1.29, 1.64]), so with
+block 200's inconclusive interval the claim stands failed at quick; ``lsa-depth-extra`` and ``lsa-noise-extra``
+FAILED again, their ratios holding (depth 4: 0.038-0.125; under noise 0.54-0.64 and 0.03-0.12) while the 4-layer
+LSA's training diverged (last-fifth loss 813, 4.9e8 and 90 times E[y²] noiseless; 0.14, 2.2e9 and 33 under noise).
 """
 from __future__ import annotations
 

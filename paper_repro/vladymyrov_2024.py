@@ -417,15 +417,15 @@ def _comparisons(results: dict, settings: Settings, sigma_max: float) -> list[Ch
 
 
 def figure(results: dict, settings: Settings) -> list[Panel]:
-    """Fig. 1: per σ_max, the adjusted loss against the number of layers (FULL, DIAG, GD++ at the measured depths;
-    ConstRR, AdaRR, TunedRR dashed, marked at the same depths); for the largest σ_max the fixed-λ ridge against λ
+    """Fig. 1: per σ_max, the adjusted loss against the number of layers (FULL, DIAG, GD++ marked at the trained
+    depths, unjoined: the depths between were not trained; ConstRR, AdaRR, TunedRR dashed, depth-free); for the largest σ_max the fixed-λ ridge against λ
     (all above the oracle's 0) and the loss against σ_τ."""
     layers = list(settings.layers)
 
     def trained(sigma_max: float, predictor: str) -> Curve:
         per_layer = [seed_values(results["rows"], "adjusted_loss", predictor=predictor, layers=layer,
                                  sigma_max=sigma_max) for layer in layers]
-        return seed_curve(predictor, layers, list(zip(*per_layer)), continuous=False)
+        return seed_curve(predictor, layers, list(zip(*per_layer)), continuous=False, joined=False)
 
     def flat(sigma_max: float, predictor: str) -> Curve:
         value, error = _baseline(results, sigma_max, predictor)
@@ -435,7 +435,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
     def gd_plus_plus(sigma_max: float) -> Curve:
         values = [_baseline(results, sigma_max, "GD++", layer) for layer in layers]
         return Curve("GD++ (tuned steps)", layers, [v for v, _ in values], [v - 1.96 * e for v, e in values],
-                     [v + 1.96 * e for v, e in values], baseline=True, continuous=False)
+                     [v + 1.96 * e for v, e in values], baseline=True, continuous=False, joined=False)
 
     panels = [Panel("number of layers", "adjusted loss (loss − oracle ridge loss)",
                     [trained(sigma_max, "FULL"), trained(sigma_max, "DIAG"), gd_plus_plus(sigma_max),
