@@ -605,7 +605,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
                                  continuous=False, joined=False)
                       for name in ALGORITHMS if noise > 0 or name != "Bayes ridge"]
             panels.append(Panel("layers", f"SPD(model, learner) at n = {n}", curves, xscale="log", yscale="log",
-                                title=f"{label}, σ = {noise:g}"))
+                                title=f"{label}, σ = {noise:g}", xticks=[(depth, str(depth)) for depth in depths]))
     layers = list(range(1, settings.probe_depth + 1))
     latents = (("xty", "Xᵀy / n"), ("w", "w"))
     probe_curves = [seed_curve(f"{label}, {kind} probe", layers,
