@@ -147,9 +147,9 @@ def test_crossing_interpolates_between_logged_steps():
     assert math.isnan(saxe_2013.crossing(steps, np.array([0.0, 0.5, 1.0]), 2.0))
 
 
-def test_an_untrained_model_has_no_learning_time_and_fails_every_claim(tmp_path):
-    """The untrained control (empty histories): no mode reaches s/2, nothing is measured along a training that
-    never happened, and each claim fails; the trained-model numbers are per seed."""
+def test_an_untrained_model_fails_every_claim_by_a_finite_value(tmp_path):
+    """The untrained control (empty histories): no mode moves, so every rise is censored at the run's end: a rise
+    error of 1 over its bound, and half-learning times all equal (depth fraction 0); each claim fails by that."""
     from icl_sim.paper_repro import REPRODUCTIONS, run_reproduction
     from icl_sim.paper_repro.evidence import claim_verdicts
 
@@ -159,8 +159,25 @@ def test_an_untrained_model_has_no_learning_time_and_fails_every_claim(tmp_path)
     settings = saxe_2013.SCALES["smoke"]
     claims = [check for check in checks if check.kind == "claim"]
     assert len(claims) == len(settings.singular_values) + 1
-    assert all(len(check.per_seed) == 2 and all(math.isnan(value) for value in check.per_seed) for check in claims)
+    for check, s in zip(claims, settings.singular_values):
+        bound = saxe_2013.rise_bound(settings, s, np.zeros(len(settings.singular_values) - 1))
+        assert check.per_seed == pytest.approx([1 / bound] * 2)
+    assert claims[-1].per_seed == (0.0, 0.0)
     assert [entry.verdict for entry in claim_verdicts(reproduction, checks)] == ["failed", "failed"]
     half_times = [check for check in checks if check.kind == "sanity" and "t½" in check.quantity]
     assert [check.expected for check in half_times] == pytest.approx(
         [float(saxe_half_learning_time(s, settings.u0, settings.tau)) for s in settings.singular_values])
+
+
+def test_the_depth_fraction_is_0_for_equal_half_times_and_1_at_the_two_layer_limit():
+    """One-layer network: every mode at one rate, equal t½ (0); two-layer, u0 → 0: t½ ∝ 1/s (1); eq. (7) at u0 = 1e-4
+    in between, by its closed form."""
+    singular_values = (3.0, 1.5, 0.75)
+    assert saxe_2013.depth_fraction([100.0, 100.0, 100.0], singular_values) == 0.0
+    assert saxe_2013.depth_fraction([1 / s for s in singular_values], singular_values) == pytest.approx(1.0)
+    halves = [float(saxe_half_learning_time(s, 1e-4, 300.0)) for s in singular_values]
+    expected = min((math.log(b / 1e-4 - 1) * a / b / math.log(a / 1e-4 - 1) - 1) / (a / b - 1)
+                   for a, b in zip(singular_values, singular_values[1:]))
+    assert saxe_2013.depth_fraction(halves, singular_values) == pytest.approx(expected, rel=1e-12)
+    assert 0.5 < expected < 1
+
