@@ -308,6 +308,10 @@ def _choose_ticks(axes, panel: Panel) -> None:
             axis.set_major_locator(MaxNLocator(integer=True))  # layers, loops, rounds: no tick at 1.5
     if panel.ylim is not None:
         axes.set_ylim(*panel.ylim)
+    elif panel.yscale == "log" and any(target.low <= 0 for target in panel.targets):
+        # an accepted band down to 0 would draw a log axis down to the clip of 0 (1e-14): the data set its end
+        positive = [y for y in ys if 0 < y < math.inf]
+        axes.set_ylim(bottom=min(positive) / 2)
     for axis, scale, limits in ((axes.xaxis, panel.xscale, axes.get_xlim()),
                                 (axes.yaxis, panel.yscale, axes.get_ylim())):
         if scale == "log":  # label the decades only (minor labels of a short log range overlap) ...

@@ -1,6 +1,8 @@
 """The gallery's figure style: panels wrap into rows, short log axes still carry numbers, a label keeps its
 colour from panel to panel, curves over seeds carry their interval, bands cover only their range, legends cover
 no data, baselines stay visible, heatmaps where a paper has one."""
+import io
+
 import matplotlib.image
 import numpy as np
 import pytest
@@ -138,6 +140,17 @@ def test_a_target_is_shaded_only_where_its_check_applies():
     (band,) = axes.collections
     xs = band.get_paths()[0].vertices[:, 0]
     assert xs.min() == 5 and xs.max() == 10
+
+
+def test_a_band_from_0_leaves_a_log_axis_at_the_data():
+    """An accepted band [0, 0.05] on a log axis: saved, the axis starts at half the smallest value (0.014 / 2), not
+    at the clip of 0 that took it to 1e-14."""
+    panel = Panel("N", "gap", [Curve("seed 0", [10, 25, 50, 100], [0.014, 0.08, 0.2, 112.0], continuous=False)],
+                  targets=[Target("accepted", 0.05, 0.0, 0.05)], xscale="log", yscale="log")
+    axes = Figure(layout="constrained").subplots()
+    _draw_panel(axes, panel, colors_by_label([panel]))
+    axes.figure.savefig(io.BytesIO(), format="png")
+    assert axes.get_ylim()[0] == pytest.approx(0.007)
 
 
 def test_legends_sit_below_the_axes_and_baselines_above_the_models():
