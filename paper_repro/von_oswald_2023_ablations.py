@@ -79,7 +79,11 @@ learns GD++'s γ within 5 % at N = 10 and 25, but one seed of five stalls at N =
 the optimum and a loss 7-20 % above GD++'s.  One difference from the authors' model remains: their layer has
 separate query, key, value and output matrices, icl-sim's the merged P and Q, so Adam's path differs even where
 the function class is the same.  ``softmax-heads`` (decided at quick) measured at long: one head's gap 0.435-0.459,
-two heads' 0.049-0.050 on three seeds and 0.43, 0.28 on seeds 400 and 401 (stalled near one head's level).
+two heads' 0.049-0.050 on three seeds and 0.43, 0.28 on seeds 400 and 401 (stalled near one head's level).  The
+gallery's long run on the same training (seeds 0-4, 37.4 CPU minutes) gives the same verdicts: γ 1.713-1.736
+(N = 10), 2.380-2.403 (25), 2.68-2.74 and one stalled seed at 5.80 (50), 2.83-2.91 and one at 5.33 (100); loss
+gaps 0.014-0.040 (10), 0.078-0.194 (25: FAILED, CI [0.051, 0.174]), 0.16-0.41 and 23.6 (50), 0.25-0.51 and 113
+(100); softmax two heads 0.049-0.050 on three seeds, 0.45 and 0.41 on seeds 2 and 3.
 """
 from __future__ import annotations
 
