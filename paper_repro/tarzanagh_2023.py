@@ -27,10 +27,12 @@ Claims, each checked per training seed with every seed required to clear its bou
   quick scale), a random full-rank matrix leaning towards the higher-rank Frobenius solution.
 * ``nuclear-direction`` (their Thm 1 with the (K, Q) parameterisation, vanishing regularisation): the same
   contrast for W = KᵀQ with the roles of the norms exchanged.
-* ``selection`` (Thm 2's softmax saturation; the notebook's probability curves): the softmax probability of the
-  selected token → 1: the mean over prompts and datasets of 1 − max_t softmax_t at the last iteration is at most
-  0.01, for each parameterisation.  0.01 is our reading of "→ 1" (the paper states the limit, no finite-step
-  number), fixed before running; an untrained layer leaves about 1 − 1/T.
+* sanity, a claim (``selection``) until 2026-12-04: the softmax probability of the selected token → 1 (Thm 2's
+  saturation; the notebook's probability curves), the largest over seeds of the mean over prompts and datasets of
+  1 − max_t softmax_t at the last iteration at most 0.01 (our reading of "→ 1", fixed before running; an
+  untrained layer leaves about 1 − 1/T).  Normalised GD grows ‖W‖ linearly, so the softmax saturates on
+  whichever tokens W separates, the paper's or not: the check cannot fail for a converged run of another
+  mechanism, and it is no evidence (a referee's reading, issue 39).
 * ``multi-token-direction`` (their Sec. 6, the SVM-equivalence for nonlinear heads; ``multi_token_converge.ipynb``
   with ``base_nonlinear.py``): the ReLU head f = 1ᵀ ReLU(Vᵀ Xᵀ softmax(X W z)) with a fixed V of unit Frobenius
   norm (``selection-attention`` with ``head="relu"``), n = 3 prompts of T = 4 tokens, d = 4, 6, 8, 10, W trained
@@ -101,6 +103,8 @@ NOTEBOOK = "umich-sota/TF-as-SVM local_converge.ipynb"
 NORMS = {"W": "fro", "KQ": "nuc"}
 #: λ of the (K, Q) runs' penalty λ(‖K‖² + ‖Q‖²): float64's ε, the authors' choice
 KQ_PENALTY = float(torch.finfo(torch.float64).eps)
+#: the softmax saturation a sanity check reads (Thm 2; the notebook's softmax-probability curves)
+SATURATION = "Tarzanagh et al. 2023, Thm 2; " + NOTEBOOK + "'s softmax-probability curves"
 #: the largest mean non-selected softmax mass at the end that counts as "the probability → 1" (fixed in advance)
 SELECTION_BOUND = 0.01
 #: run r of a parameterisation trains on the dataset of seed DATASET_STRIDE·r + the training seed
@@ -123,8 +127,6 @@ CLAIMS = (
     Claim("nuclear-direction", "Normalised GD on (K, Q) converges in direction, for W = KᵀQ, to the nuclear-norm "
           "Att-SVM W^mm_⋆,α of the tokens it selects, not to the Frobenius-norm one",
           "Tarzanagh et al. 2023, Thm 1 ((K, Q) with vanishing regularisation); " + NOTEBOOK),
-    Claim("selection", "The softmax probability of the selected token goes to 1 in every prompt",
-          "Tarzanagh et al. 2023, Thm 2; " + NOTEBOOK + "'s softmax-probability curves"),
     Claim("multi-token-direction", "With a nonlinear (ReLU) head, where attention keeps several tokens of a "
           "prompt, normalised GD on W follows the SVM-equivalence of the selected sets, not the single-token "
           "Att-SVM", "Tarzanagh et al. 2023, Sec. 6 (SVM-equivalence for nonlinear heads); " + MULTI_NOTEBOOK),
@@ -395,16 +397,16 @@ def checks(results: dict, settings: Settings) -> list[Check]:
             relation="at_least", every_seed=True,
             source=f"{CLAIMS[0].source if parameterization == 'W' else CLAIMS[1].source}: a contrast fixed before "
                    f"running (nearer to {own} than {other} is)"))
-    found += [claim_check("selection", f"{parameterization} runs: mean 1 − max_t softmax_t at iteration "
-                          f"{settings.steps}", SELECTION_BOUND, per_seed(parameterization, "unselected_mass"),
-                          relation="at_most", every_seed=True,
-                          source=f"{CLAIMS[2].source}; the bound {SELECTION_BOUND} fixed before running")
+    # normalised GD grows ‖W‖ linearly, so the softmax saturates on whichever tokens W separates: a sanity check
+    found += [Check(f"{parameterization} runs: largest over seeds of the mean 1 − max_t softmax_t at iteration "
+                    f"{settings.steps}", SELECTION_BOUND, max(per_seed(parameterization, "unselected_mass")),
+                    relation="at_most", source=f"{SATURATION}; the bound {SELECTION_BOUND} fixed before running")
               for parameterization in NORMS]
     found.append(claim_check(
         "multi-token-direction", "ReLU-head runs keeping several tokens in a prompt: corr(W, W^SVMeq) − corr(W, "
         f"W^1token), mean over d = {', '.join(map(str, settings.multi_dims))}", 0.0, per_seed("relu",
         "nearer_than_single"), relation="at_least", every_seed=True,
-        source=f"{CLAIMS[3].source}: a contrast fixed before running (nearer to the SVM of the selected sets than "
+        source=f"{CLAIMS[2].source}: a contrast fixed before running (nearer to the SVM of the selected sets than "
                "to the single-token SVM)"))
     return found + _rank_checks(results, settings)
 
