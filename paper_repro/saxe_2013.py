@@ -76,8 +76,8 @@ Scales: the paper's simulations use a small learning rate whose exact values, an
 not available to us; ``full`` takes a finer step (lr 1e-3, τ = 2.5k steps for k = 5), a larger batch
 and five modes; ``quick`` three modes with lr 5e-3 (τ = 300 steps) over 8000 steps (4000 until 2026-12-04, when
 on a seed block chosen apart from development one seed's weakest mode, s = 0.75, had not finished its rise from
-the random start by then: the run was too short, and both claims failed on it); ``smoke`` a coarse step (lr 0.05) over 150 steps (both
-modes rise) to test the pipeline.
+the random start by then: the run was too short, and both claims failed on it); ``smoke`` a coarse step (lr
+0.05) over 150 steps (both modes rise) to test the pipeline.
 """
 from __future__ import annotations
 

@@ -418,8 +418,8 @@ def _comparisons(results: dict, settings: Settings, sigma_max: float) -> list[Ch
 
 def figure(results: dict, settings: Settings) -> list[Panel]:
     """Fig. 1: per σ_max, the adjusted loss against the number of layers (FULL, DIAG, GD++ marked at the trained
-    depths, unjoined: the depths between were not trained; ConstRR, AdaRR, TunedRR dashed, depth-free); for the largest σ_max the fixed-λ ridge against λ
-    (all above the oracle's 0) and the loss against σ_τ."""
+    depths, unjoined: the depths between were not trained; ConstRR, AdaRR, TunedRR dashed, depth-free); for the
+    largest σ_max the fixed-λ ridge against λ (all above the oracle's 0) and the loss against σ_τ."""
     layers = list(settings.layers)
 
     def trained(sigma_max: float, predictor: str) -> Curve:
