@@ -159,26 +159,57 @@ def test_quick_learning_rates_keep_the_papers_epoch_and_full_uses_the_papers():
         assert config.batch_size == 10_000 and config.task_params["points"] == 99
 
 
-def test_claim_checks_take_one_value_per_seed_with_the_sampling_band():
+def test_claim_checks_take_one_value_per_seed_each_claim_its_own_quantity():
     settings = zheng_2024.SCALES["smoke"]
+    gaussian = block_moments("gaussian-real", 4, 1.0)
+    step = complex_best_step(range(1, 39), gaussian)
+    risk = float(np.mean([complex_gd_risk(step, n, gaussian) for n in range(1, 39)])) / gaussian.y
     rows = []
     for law in zheng_2024.LAWS:
         for init in zheng_2024.INITS:
             name = zheng_2024.run_name(law, 1.0, init)
-            for seed, step in enumerate((0.19, 0.2)):
-                values = {"best_step": 0.2, "held_out_fit": 0.2, "held_out_fit_se": 0.001, "training_set_se": 0.004,
-                          "best_ratio": 0.2, "ab": step, "off_diagonal": 0.05, "last_error": 1e-4,
-                          "last_error_se": 1e-5, "ratio": step, "ratio_se": 0.001}
+            for seed, (ab, ratio, error) in enumerate(((0.19, 0.2, risk + 0.001), (0.2, 0.21, risk))):
+                values = {"held_out_fit": step, "held_out_fit_se": 0.001, "training_set_se": 0.004, "ab": ab,
+                          "off_diagonal": 0.05, "error": error, "error_se": 0.002, "ratio": ratio, "ratio_se": 0.001}
                 rows += [{"run": name, "seed": seed, "quantity": key, "value": value} for key, value in values.items()]
     checks = zheng_2024.checks({"rows": rows}, settings)
     assert {check.claim for check in checks if check.kind == "claim"} == {claim.id for claim in zheng_2024.CLAIMS}
-    step = next(check for check in checks if check.kind == "claim" and "trained ab" in check.quantity)
-    assert step.per_seed == (0.19, 0.2) and step.every_seed
-    assert step.tolerance == pytest.approx(3 * 0.004 + zheng_2024.OPTIMISATION_SLACK * 0.2)
-    assert step.passed  # both within 0.2 ± 0.014
-    ratio = next(check for check in checks if check.claim == "gaussian-limitation")
-    assert ratio.tolerance == pytest.approx(3 * 0.004 + 0.002 + 3 * 0.001)
+    band = 3 * 0.004 + zheng_2024.OPTIMISATION_SLACK * step
+    gaussian_checks = [check for check in checks if check.quantity.startswith("Gaussian, σ = 1, (a₀, b₀) = (0.1")]
+    by_claim = {}
+    for check in gaussian_checks:
+        by_claim.setdefault(check.claim, []).append(check)
+    ab, = by_claim["ab-converges"]
+    assert ab.per_seed == (0.19, 0.2) and ab.every_seed and ab.tolerance == pytest.approx(band)
+    assert ab.passed  # both within 0.1956 ± 0.014
+    off, error = by_claim["one-gd-step"]
+    assert off.per_seed == (0.05, 0.05) and off.passed
+    assert error.expected == pytest.approx(0.4131, abs=1e-4)  # mean_n R_n(c*)/Y at D = 2, T = 40
+    curvature = np.mean([gaussian.b + gaussian.c / n for n in range(1, 39)]) / gaussian.y
+    assert error.tolerance == pytest.approx(band ** 2 * curvature + 3 * 0.002) and error.passed
+    ratio, = by_claim["gaussian-limitation"]
+    assert ratio.expected == pytest.approx(step)  # c*·E m_k, E m_k = σ² = 1
+    assert ratio.tolerance == pytest.approx(band + 3 * 0.001) and ratio.passed
+    assert {check.quantity.split(": ")[1] for check in checks if check.claim == "sparse-recovery"} == {
+        "relative test MSE over the trained positions"}
     assert sum(check.kind == "sanity" for check in checks) == len(zheng_2024.LAWS)
+
+
+@pytest.mark.parametrize("initial, scale", LAWS)
+def test_the_test_error_and_ratio_of_a_diagonal_layer_match_the_closed_forms(initial, scale):
+    """``test_values`` of a layer at ab = c against mean_n R_n(c)/Y and the ratio c·E m_k (Monte Carlo)."""
+    task = Autoregressive(dim=4, points=12, initial=initial, initial_scale=scale)
+    moments = block_moments(initial, 4, scale)
+    step = 0.25
+    model = build_model("complex-lsa", 4, 12, 4, init_kq=step, init_pv=1.0).double()
+    prompt = task.sample(20_000, make_generator(7, "eval"), dtype=torch.float64)
+    values = zheng_2024.test_values(model, prompt, moments)
+    expected = float(complex_gd_risk(step, np.arange(1, 12), moments).mean()) / moments.y
+    assert abs(values["error"][0] - expected) <= Z * values["error"][1] + 1e-12
+    if initial == "gaussian-real":
+        assert abs(values["ratio"][0] - step * moments.y / 2) <= Z * values["ratio"][1]
+    else:
+        assert "ratio" not in values
 
 
 @pytest.mark.parametrize("initial, scale", LAWS)
