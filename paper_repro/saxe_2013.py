@@ -69,15 +69,33 @@ hold both claims, e/b per seed of modes s = 3, 1.5, 0.75: (0.24, 0.10, 0.30), (0
 blocks (e/b 95-251, fraction 0).  The gallery's seeds 0-2, the new check's first run there, hold
 ``mode-trajectories`` (e/b at most 0.25) and FAIL ``strong-modes-first`` on seed 2 (0.456; the claim's analysis).
 
-Not reproduced: the paper's deeper networks (Sec. 3, depth-independent learning times from
-orthogonal/decoupled starts against scaled Gaussian ones): ``deep-linear`` has two weight layers only.
+Secs. 3–4, deeper networks (added 2026-12-05).  The abstract: "as the depth of a network approaches infinity,
+learning speed can nevertheless remain finite: for a special class of initial conditions ... very deep networks
+incur only a finite, depth independent, delay"; "random orthogonal initial conditions on weights that, like
+unsupervised pre-training, enjoys depth independent learning times", which "scaled random Gaussian
+initializations cannot" reach.  The body (their exact depths, widths, steps and data) was not readable to us (the
+stored copies give the abstract only), so the setting is ours: ŷ = W_L ⋯ W1 x with h = d = k = 8, a map M of
+singular values 3, 2.5, …, 0.25 (``DEEP_SINGULAR_VALUES``), plain SGD at the step λ0/L (λ0 = 0.2: a network of L
+layers moves its product L times as fast per unit step, the 1/L scaling of the step their analysis derives), and
+L = 4 and 16 weight layers from two starts: every layer Haar-orthogonal (gain 1: the product is orthogonal, every
+singular value 1), or every entry from N(0, 1/h) (the product's smallest singular values shrink exponentially with
+L).  The learning time is the first logged step at which ‖M − W_L⋯W1‖² ≤ 1 % of ‖M‖² (censored at the run's 6000
+steps).
+
+* ``depth-independent``: log₂ of the learning time's growth from L = 4 to 16 is at most 1 (at most a doubling for a
+  fourfold depth) for the orthogonal start, and at least 1 for the scaled Gaussian one (the wrong mechanism, a
+  depth-dependent learner, fails the first; the contrast fails if the Gaussian start were as fast).  Both bars were
+  fixed before the runs measured them, on the mean over six seeds (each seed's two depths are independent
+  networks, so the growth of one seed scatters: an every-seed rule would judge the draw, not the law).
 
 Scales: the paper's simulations use a small learning rate whose exact values, and released code, were
 not available to us; ``full`` takes a finer step (lr 1e-3, τ = 2.5k steps for k = 5), a larger batch
 and five modes; ``quick`` three modes with lr 5e-3 (τ = 300 steps) over 8000 steps (4000 until 2026-12-04, when
 on a seed block chosen apart from development one seed's weakest mode, s = 0.75, had not finished its rise from
-the random start by then: the run was too short, and both claims failed on it); ``smoke`` a coarse step (lr
-0.05) over 150 steps (both modes rise) to test the pipeline.
+the random start by then: the run was too short, and both claims failed on it), and the deep runs at L = 4 and
+16 over 6000 steps; ``long`` is quick's setting over 20 seeds (``depth-independent`` is decided there: its
+seed-to-seed scatter left quick's six-seed interval across the bar); ``full`` adds L = 64 and runs 20 000 deep steps;
+``smoke`` a coarse step (lr 0.05) over 150 steps (both modes rise) and L = 3, 4 over 40 steps to test the pipeline.
 """
 from __future__ import annotations
 
@@ -108,6 +126,13 @@ RISE = (0.25, 0.75)
 DEPTH_FRACTION = 0.5
 #: the decoupled run's sanity bounds: max |u_sim − u(t)| / s, the relative error of t½, max coupling / s_1
 TRAJECTORY_TOLERANCE, HALF_TIME_TOLERANCE, COUPLING_TOLERANCE = 0.02, 0.01, 0.02
+#: Secs. 3–4's map M (d = 8): its singular values
+DEEP_SINGULAR_VALUES = (3.0, 2.5, 2.0, 1.5, 1.0, 0.75, 0.5, 0.25)
+#: learned: ‖M − W_L⋯W1‖²_F at most this fraction of ‖M‖²_F (99 % of the map's variance explained)
+LEARNED = 0.01
+#: depth-independent: log₂ of the learning time's growth from the shallowest to the deepest run at most 1 (at most a
+#: doubling) for the orthogonal start, at least 1 for the scaled Gaussian one (a contrast fixed before measuring)
+DOUBLINGS = 1.0
 
 CLAIMS = (
     Claim("mode-trajectories", "From small random initial weights each mode's strength rises along the sigmoid of "
@@ -122,6 +147,14 @@ CLAIMS = (
                    "0.71).  From a random start each mode sets its own effective u0 in an alignment phase, so the "
                    "ratio of consecutive t½ scatters about eq. (7)'s common-u0 value (1.87 at u0 = 1e-4); the "
                    "ordering itself held on every seed of the three blocks."),
+    Claim("depth-independent", "From random orthogonal weights a deep linear network learns in a number of steps "
+          "that does not grow with depth (the step scaled as 1/L), while from scaled random Gaussian weights it does",
+          "Saxe et al. 2014, abstract and Secs. 3–4: random orthogonal initial conditions enjoy depth-independent "
+          "learning times; scaled random Gaussian initialisations do not", runs=("orthogonal-*", "gaussian-*"),
+          decided_at="long", reason="quick (6 seeds, the gallery's block 0-5, 2026-12-05): the orthogonal start's "
+          "growth is -0.11 with 95 % interval [-1.81, 1.59] across the bar 1 (per seed 0.14, 0.66, 1.47, -0.33, "
+          "-3.18, 0.59: each seed's two depths are independent networks whose learning times scatter by up to 9x), "
+          "inconclusive; long is quick's setting over 20 seeds, which narrows the interval about twofold"),
 )
 
 
@@ -136,6 +169,17 @@ class Settings:
     points: int
     log_every: int
     init_scale: float = 0.01  # σ: the random start's entry scale, and σ² = u0 for the decoupled start
+    deep_depths: tuple[int, ...] = (4, 16)  # Secs. 3–4: the weight layers L of the deep runs
+    deep_steps: int = 6000
+    deep_lr: float = 0.2  # λ0: a network of L weight layers trains at λ0/L
+    deep_log_every: int = 10
+
+    @property
+    def deep_task(self) -> LinearMap:
+        """Secs. 3–4's map: d = 8 (unlike Sec. 2's at most 5, which tells the monitor the runs apart), a spread of
+        eight singular values."""
+        return LinearMap(dim=len(DEEP_SINGULAR_VALUES), points=self.points, singular_values=DEEP_SINGULAR_VALUES,
+                         teacher_seed=1)
 
     @property
     def task(self) -> LinearMap:
@@ -158,23 +202,40 @@ class Settings:
         return self.tau / (2 * s) * math.log(b * (1 - a) / (a * (1 - b)))
 
 
+QUICK = Settings(singular_values=(3.0, 1.5, 0.75), steps=8000, lr=5e-3, batch_size=512, points=16, log_every=2)
 SCALES = {
-    "smoke": Settings(singular_values=(3.0, 1.5), steps=150, lr=5e-2, batch_size=32, points=4, log_every=1),
-    "quick": Settings(singular_values=(3.0, 1.5, 0.75), steps=8000, lr=5e-3, batch_size=512, points=16,
-                      log_every=2),
+    "smoke": Settings(singular_values=(3.0, 1.5), steps=150, lr=5e-2, batch_size=32, points=4, log_every=1,
+                      deep_depths=(3, 4), deep_steps=40, deep_log_every=1),
+    "quick": QUICK,
+    "long": QUICK,  # over 20 seeds (``seeds``)
     "full": Settings(singular_values=(4.0, 3.0, 2.0, 1.0, 0.5), steps=40_000, lr=1e-3, batch_size=2048, points=16,
-                     log_every=10),
+                     log_every=10, deep_depths=(4, 16, 64), deep_steps=20_000),
 }
 INITS = ("random", "decoupled")
+#: Secs. 3–4's starts: every layer Haar-orthogonal (gain 1), or entries from N(0, 1/h) ("scaled random Gaussian")
+DEEP_INITS = {"orthogonal": "orthogonal", "gaussian": "random"}
+
+
+def _sgd_run(task: LinearMap, model_params: dict, steps: int, lr: float, batch_size: int, log_every: int) -> TrainConfig:
+    """Plain SGD on ``task`` with a constant step, every position scored."""
+    return TrainConfig(task=task.name, task_params=dataclasses.asdict(task), model="deep-linear",
+                       model_params=model_params, steps=steps, batch_size=batch_size, lr=lr, optimizer="sgd",
+                       lr_schedule="constant", loss_on="all", log_every=log_every, checkpoint_every=steps)
 
 
 def runs(settings: Settings) -> dict[str, TrainConfig]:
-    task = settings.task
-    return {init: TrainConfig(
-        task=task.name, task_params=dataclasses.asdict(task), model="deep-linear",
-        model_params={"init_scale": settings.init_scale, "init": init}, steps=settings.steps,
-        batch_size=settings.batch_size, lr=settings.lr, optimizer="sgd", lr_schedule="constant", loss_on="all",
-        log_every=settings.log_every, checkpoint_every=settings.steps) for init in INITS}
+    """Sec. 2's two-layer runs, and Secs. 3–4's deep runs per start and depth (λ0/L: the step their analysis scales
+    as 1/L)."""
+    found = {init: _sgd_run(settings.task, {"init_scale": settings.init_scale, "init": init}, settings.steps,
+                            settings.lr, settings.batch_size, settings.log_every) for init in INITS}
+    deep = settings.deep_task
+    scales = {"orthogonal": 1.0, "gaussian": deep.dim ** -0.5}
+    for start, init in DEEP_INITS.items():
+        for depth in settings.deep_depths:
+            found[f"{start}-depth-{depth}"] = _sgd_run(
+                deep, {"init_scale": scales[start], "init": init, "depth": depth}, settings.deep_steps,
+                settings.deep_lr / depth, settings.batch_size, settings.deep_log_every)
+    return found
 
 
 def mode_strengths(model, modes: torch.Tensor) -> torch.Tensor:
@@ -184,9 +245,12 @@ def mode_strengths(model, modes: torch.Tensor) -> torch.Tensor:
 
 
 def monitor(settings: Settings, device):
-    modes = settings.task.modes()
+    modes, deep_teacher = settings.task.modes(), settings.deep_task.teacher()
 
     def log(model) -> dict[str, float]:
+        product = model.product().detach().to(torch.float64).cpu()
+        if product.shape == deep_teacher.shape:  # a deep run: how much of the map is still to learn
+            return {"relative_loss": float((deep_teacher - product).square().sum() / deep_teacher.square().sum())}
         strengths = mode_strengths(model, modes).numpy()
         k = len(strengths)
         return {f"c_{i}_{j}": float(strengths[i, j]) for i in range(k) for j in range(k)}
@@ -279,13 +343,24 @@ def _decoupled_rows(settings: Settings, seed: int, history: list[dict]) -> list[
     return rows
 
 
+def learning_time(settings: Settings, history: list[dict]) -> float:
+    """The first logged step at which a deep run's ‖M − W‖²/‖M‖² is at most ``LEARNED``; the run's length where it
+    never was (an untrained or stalled network fails by a finite value, not by none)."""
+    return next((float(record["step"]) for record in history if record["relative_loss"] <= LEARNED),
+                float(settings.deep_steps))
+
+
 def measure(measurement) -> dict:
-    """The rows of both runs per seed, and the histories for the figure."""
+    """The rows of every run per seed, and the Sec. 2 histories for the figure."""
     settings, histories = measurement.settings, measurement.histories
     rows = [row for seed, history in enumerate(histories["random"]) for row in _random_rows(settings, seed, history)]
     rows += [row for seed, history in enumerate(histories["decoupled"])
              for row in _decoupled_rows(settings, seed, history)]
-    return {"rows": rows, "histories": histories}
+    rows += [{"run": start, "seed": seed, "mode": depth, "quantity": "learning_time",
+              "value": learning_time(settings, history)}
+             for start in DEEP_INITS for depth in settings.deep_depths
+             for seed, history in enumerate(histories[f"{start}-depth-{depth}"])]
+    return {"rows": rows, "histories": {init: histories[init] for init in INITS}}
 
 
 def _per_seed(results: dict, run: str, quantity: str, mode: int) -> list[float]:
@@ -296,6 +371,13 @@ def _per_seed(results: dict, run: str, quantity: str, mode: int) -> list[float]:
 def _worst(values: list[float]) -> float:
     """The largest value (nan if any is nan): a sanity check's one number over seeds."""
     return math.nan if any(math.isnan(value) for value in values) else max(values)
+
+
+def depth_growth(results: dict, settings: Settings, start: str) -> list[float]:
+    """Per seed, log₂ of the ``start`` runs' learning time at the deepest depth over the shallowest."""
+    shallow, deep = (_per_seed(results, start, "learning_time", depth)
+                     for depth in (settings.deep_depths[0], settings.deep_depths[-1]))
+    return [math.log2(late / early) for early, late in zip(shallow, deep)]
 
 
 def checks(results: dict, settings: Settings) -> list[Check]:
@@ -325,6 +407,17 @@ def checks(results: dict, settings: Settings) -> list[Check]:
                        COUPLING_TOLERANCE, _worst(_per_seed(results, "decoupled", "max_coupling", -1)), 0.0,
                        "at_most", 0.0, "Saxe et al. 2014, Sec. 2: from decoupled initial conditions the modes "
                                        "never couple"))
+    shallow, deep = settings.deep_depths[0], settings.deep_depths[-1]
+    growth = f"log₂ of the learning time's growth from L = {shallow} to {deep} weight layers (steps to ‖M − W‖² ≤ " \
+             f"{LEARNED:g}‖M‖², step λ0/L)"
+    found += [claim_check("depth-independent", f"random orthogonal start: {growth}", DOUBLINGS,
+                          depth_growth(results, settings, "orthogonal"), relation="at_most",
+                          source="Saxe et al. 2014, Sec. 4: depth-independent learning times from random orthogonal "
+                                 "initial conditions; at most a doubling over the depths (fixed before measuring)"),
+              claim_check("depth-independent", f"scaled Gaussian start N(0, 1/h): {growth}", DOUBLINGS,
+                          depth_growth(results, settings, "gaussian"), relation="at_least",
+                          source="Saxe et al. 2014, Secs. 3–4: scaled random Gaussian initialisations slow with depth; "
+                                 "the contrast: at least a doubling")]
     return found
 
 
@@ -370,10 +463,15 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
     ratio_panel = Panel("singular value s", "rise error / its bound", [
         seed_curve("random start", strengths, ratios, continuous=False)],
         targets=[Target("required ≤ 1", 1.0, 0.0, 1.0, where=(min(strengths), max(strengths)))])
+    depths = [float(depth) for depth in settings.deep_depths]
+    times = Panel("weight layers L (step λ0/L)", f"steps to ‖M − W‖² ≤ {LEARNED:g}‖M‖²", [
+        seed_curve(f"{start} start", depths, [list(values) for values in zip(
+            *(_per_seed(results, start, "learning_time", depth) for depth in settings.deep_depths))], continuous=False)
+        for start in DEEP_INITS], xscale="log", yscale="log", xticks=[(depth, f"{depth:g}") for depth in depths])
     return [Panel(f"steps from the mode's t½ (random start σ = {settings.init_scale:g}, τ = {settings.tau:g})",
                   "mode strength u = q_iᵀW2W1q_i", _aligned_curves(results, settings)), ratio_panel,
             Panel(f"training step (decoupled start, u0 = {settings.u0:g})", "mode strength u",
-                  _decoupled_curves(results, settings))]
+                  _decoupled_curves(results, settings)), times]
 
 
 REPRODUCTION = Reproduction(
@@ -390,6 +488,8 @@ REPRODUCTION = Reproduction(
     measure=measure,
     checks=checks,
     figure=figure,
-    quick_minutes=2.5,
+    quick_minutes=5.0,
     monitor=monitor,
+    long_minutes=30.0,
+    seeds={"long": 20},
 )

@@ -110,7 +110,59 @@ def test_the_random_start_draws_independent_entries_of_scale_sigma():
     w1, w2 = model.input_layer.detach(), model.output_layer.detach()
     assert (w1 @ w1.T - w2.T @ w2).abs().max() > 0.05  # not balanced
     with pytest.raises(ValueError, match="init"):
-        build_model("deep-linear", 3, 4, init="orthogonal")
+        build_model("deep-linear", 3, 4, init="identity")
+    with pytest.raises(ValueError, match="depth"):
+        build_model("deep-linear", 3, 4, depth=1)
+
+
+def test_a_deeper_decoupled_start_is_balanced_with_its_product_at_sigma_squared():
+    """L = 4 weight layers, h = 5 > d = 3: every layer a = σ^{2/L} times R, RRᵀ or ERᵀ (built in float32)."""
+    torch.manual_seed(4)
+    model = build_model("deep-linear", 3, 4, 3, width=5, init_scale=0.1, depth=4).double()
+    layers = [model.input_layer, *model.hidden_layers, model.output_layer]
+    assert len(layers) == 4
+    torch.testing.assert_close(model.product().detach(), 0.01 * torch.eye(3, dtype=torch.float64), atol=1e-8, rtol=0)
+    for lower, upper in zip(layers, layers[1:]):  # balanced: W_l W_lᵀ = W_{l+1}ᵀ W_{l+1}
+        torch.testing.assert_close((lower @ lower.T).detach(), (upper.T @ upper).detach(), atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("width", [0, 6])
+def test_the_orthogonal_start_draws_every_layer_orthogonal(width):
+    """Each layer σ·(orthonormal columns or rows); for h = d = k the product's singular values are all σ^L."""
+    torch.manual_seed(5)
+    model = build_model("deep-linear", 4, 3, 4, width=width, init_scale=1.0, depth=5, init="orthogonal").double()
+    h = width or 4
+    for layer in [model.input_layer, *model.hidden_layers]:
+        torch.testing.assert_close((layer.T @ layer).detach(), torch.eye(layer.shape[1], dtype=torch.float64),
+                                   atol=1e-6, rtol=0)
+    torch.testing.assert_close((model.output_layer @ model.output_layer.T).detach(),
+                               torch.eye(4, dtype=torch.float64), atol=1e-6, rtol=0)
+    singular_values = torch.linalg.svdvals(model.product().detach())
+    if h == 4:
+        torch.testing.assert_close(singular_values, torch.ones(4, dtype=torch.float64), atol=1e-5, rtol=0)
+    else:  # a 4 × 4 corner of an orthogonal map contracts
+        assert singular_values.max() <= 1 + 1e-5
+
+
+def test_the_orthogonal_layers_are_haar_distributed():
+    """Haar on O(3): E tr Q = 0 and E (tr Q)² = 1 (the number of fixed points of a random permutation's analogue);
+    QR without its sign correction is biased (E tr Q ≈ 1.1).  Monte Carlo over 4000 draws, 5 standard errors."""
+    torch.manual_seed(6)
+    traces = torch.tensor([float(torch.trace(build_model("deep-linear", 3, 1, 3, init_scale=1.0, init="orthogonal")
+                                            .input_layer.detach())) for _ in range(4000)], dtype=torch.float64)
+    n = len(traces)
+    assert abs(traces.mean()) <= Z * traces.std() / math.sqrt(n)
+    squares = traces.square()
+    assert squares.mean() == pytest.approx(1.0, abs=Z * float(squares.std()) / math.sqrt(n))
+
+
+def test_the_learning_time_is_the_first_logged_step_under_the_criterion_or_the_run_length():
+    settings = saxe_2013.SCALES["quick"]
+    history = [{"step": 10, "relative_loss": 0.5}, {"step": 20, "relative_loss": 0.009},
+               {"step": 30, "relative_loss": 0.02}]
+    assert saxe_2013.learning_time(settings, history) == 20.0
+    assert saxe_2013.learning_time(settings, history[:1]) == settings.deep_steps
+    assert saxe_2013.learning_time(settings, []) == settings.deep_steps
 
 
 def test_deep_linear_rejects_a_narrow_hidden_layer():
@@ -149,7 +201,9 @@ def test_crossing_interpolates_between_logged_steps():
 
 def test_an_untrained_model_fails_every_claim_by_a_finite_value(tmp_path):
     """The untrained control (empty histories): no mode moves, so every rise is censored at the run's end: a rise
-    error of 1 over its bound, and half-learning times all equal (depth fraction 0); each claim fails by that."""
+    error of 1 over its bound, and half-learning times all equal (depth fraction 0); no deep network learns, so the
+    learning times are the run's length at every depth (growth 0: the orthogonal check passes, the Gaussian contrast
+    fails); each claim fails by that."""
     from icl_sim.paper_repro import REPRODUCTIONS, run_reproduction
     from icl_sim.paper_repro.evidence import claim_verdicts
 
@@ -158,12 +212,12 @@ def test_an_untrained_model_fails_every_claim_by_a_finite_value(tmp_path):
                               progress=False)
     settings = saxe_2013.SCALES["smoke"]
     claims = [check for check in checks if check.kind == "claim"]
-    assert len(claims) == len(settings.singular_values) + 1
+    assert len(claims) == len(settings.singular_values) + 3
     for check, s in zip(claims, settings.singular_values):
         bound = saxe_2013.rise_bound(settings, s, np.zeros(len(settings.singular_values) - 1))
         assert check.per_seed == pytest.approx([1 / bound] * 2)
-    assert claims[-1].per_seed == (0.0, 0.0)
-    assert [entry.verdict for entry in claim_verdicts(reproduction, checks)] == ["failed", "failed"]
+    assert [check.per_seed for check in claims[-3:]] == [(0.0, 0.0)] * 3
+    assert [entry.verdict for entry in claim_verdicts(reproduction, checks)] == ["failed"] * 3
     half_times = [check for check in checks if check.kind == "sanity" and "t½" in check.quantity]
     assert [check.expected for check in half_times] == pytest.approx(
         [float(saxe_half_learning_time(s, settings.u0, settings.tau)) for s in settings.singular_values])
