@@ -124,7 +124,7 @@ def test_hull_floor_bounds_every_softmax_mixture_and_is_the_distance_to_the_valu
 
 def test_landscape_slice_passes_through_the_start_and_the_end(tmp_path):
     settings = song_2024.SCALES["smoke"]
-    config = dataclasses.replace(song_2024.runs(settings)["all-gaussian-d2-s1-00"], device="cpu")
+    config = dataclasses.replace(song_2024.runs(settings)["all-gaussian-d2-00"], device="cpu")
     model = train(config, tmp_path, progress=False)
     start = initial_model(config, torch.device("cpu"))
     prompt = training_batch(settings.task(2), config, 0, torch.device("cpu"))
