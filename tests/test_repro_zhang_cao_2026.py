@@ -2,6 +2,8 @@
 one-step task, and the reproduction's pipeline, each against an independent reference."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -9,7 +11,7 @@ import torch
 from icl_sim.models import build_model
 from icl_sim.models.looped_softmax_ngd import constructed_ngd_layer
 from icl_sim.paper_repro import REPRODUCTIONS, run_reproduction
-from icl_sim.paper_repro.zhang_cao_2026 import gap, shifted
+from icl_sim.paper_repro.zhang_cao_2026 import SCALES, gap, shifted, uniform_attention_layer
 from icl_sim.prompt import Prompt
 from icl_sim.seeding import make_generator
 from icl_sim.tasks import make_task
@@ -162,3 +164,19 @@ def test_last_only_iterates_are_the_final_positions():
     for k in range(3):
         torch.testing.assert_close(last[k + 1], full[k + 1][:, -1], rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(final[k], every[k][:, -1], rtol=1e-12, atol=1e-12)
+
+
+def test_the_contrast_layer_recovers_a_uniform_attention_step():
+    """Targets made by a layer with Q = 0 and a known P: the least-squares contrast finds that P, and its step is
+    c·x_i plus P times the plain mean of y_j x_j (numpy)."""
+    settings = dataclasses.replace(SCALES["smoke"], start_scale=0.5)
+    prompt = _prompt(dim=3, points=9, batch=200, seed=9)
+    value = torch.randn(3, 3, generator=torch.Generator().manual_seed(10), dtype=torch.float64)
+    xs, ys = prompt.xs.numpy(), prompt.ys.numpy()
+    w = 0.5 * xs[:, -1] + (ys[:, :-1, None] * xs[:, :-1]).mean(1) @ value.numpy().T
+    guided = Prompt(prompt.xs, prompt.ys, prompt.latent, torch.from_numpy((w[:, None] * xs).sum(-1)))
+    layer = uniform_attention_layer(guided, settings)
+    torch.testing.assert_close(layer.value.detach(), value, rtol=1e-9, atol=1e-9)
+    assert not layer.key_query.detach().any()
+    np.testing.assert_allclose(layer.predict(prompt.xs, prompt.ys, loops=1)[:, -1].numpy(), (w * xs[:, -1]).sum(-1),
+                               atol=1e-9)
