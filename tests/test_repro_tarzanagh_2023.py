@@ -162,20 +162,49 @@ def test_the_relu_head_is_the_authors_nonlinear_head_over_the_selected_token():
 
 def test_multi_token_measure_finds_a_w_on_the_svm_equivalence_line_exactly():
     """W = W^fin + 30 W^mm for selected sets O_i of a run's training set (W^fin in the span of the ties): the
-    measure recovers the sets, puts W on the SVM-equivalence line (1 − corr = 0), and the single-token SVM off it."""
+    measure recovers the sets and keeps the run, puts W on the SVM-equivalence line (1 − corr = 0), the single-token
+    SVM off it, and scores corr(W, W^mm_O) − corr(W, W^1token) as numpy's cosines of the two SVMs give it."""
     from icl_sim.theory.max_margin import finite_component
 
-    settings = tarzanagh_2023.SCALES["smoke"]
-    config = dataclasses.replace(tarzanagh_2023.runs(settings)["relu-d4-00"], seed=3, device="cpu")
-    tokens, queries, labels = tarzanagh_2023.training_set(config)
-    assert (labels < 0).any()  # the notebook leaves out a set of all-positive labels
+    config, tokens, queries = multi_token_run(seed=3)
     mask = torch.tensor([[1, 1, 0, 0], [0, 0, 1, 0], [0, 1, 0, 1]], dtype=torch.bool)
     spread = torch.softmax(torch.randn(3, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64), -1)
-    finite = finite_component(tokens, queries, spread, mask)
+    direction = attention_svm(tokens, queries, mask, "fro")
     model = build_model("selection-attention", 4, 5, parameterization="W", head="relu")
     with torch.no_grad():
-        model.weight.copy_(finite + 30 * attention_svm(tokens, queries, mask, "fro"))
+        model.weight.copy_(finite_component(tokens, queries, spread, mask) + 30 * direction)
     measured = tarzanagh_2023._multi_token_measures(model, config, [])
-    assert measured is not None and measured["multi_token"]
+    assert measured is not None and measured["kept"] and measured["multi_token"]
     assert measured["equivalence"] == pytest.approx(0.0, abs=1e-12)
     assert measured["single"] > 1e-3
+    weights = model.weight.detach().numpy()
+    top = np.einsum("ita,ab,ib->it", tokens.numpy(), weights, queries.numpy()).argmax(-1)
+    single = attention_svm(tokens, queries, torch.from_numpy(top), "fro").numpy()
+    cosine = lambda first, second: (first * second).sum() / np.linalg.norm(first) / np.linalg.norm(second)
+    expected = cosine(weights, direction.numpy()) - cosine(weights, single)
+    assert measured["nearer_than_single"] == pytest.approx(expected, abs=1e-9)
+    assert expected > 0.05  # the sets' SVM is the nearer, as W was built along it
+
+
+def test_multi_token_measure_scores_a_layer_that_masks_no_token_against_the_zero_svm():
+    """An untrained layer keeps every token (softmax near 1/T): the notebook would not keep it, the sets' Att-SVM
+    has ties alone (solution 0, correlation 0), so the score is −corr(W, W^1token), finite."""
+    config, tokens, queries = multi_token_run(seed=3)
+    model = build_model("selection-attention", 4, 5, parameterization="W", head="relu")
+    measured = tarzanagh_2023._multi_token_measures(model, config, [])
+    assert measured is not None and not measured["kept"] and measured["multi_token"]
+    weights = model.weight.detach().double()
+    top = torch.einsum("ita,ab,ib->it", tokens, weights, queries).argmax(-1)
+    single = attention_svm(tokens, queries, top, "fro")
+    expected = -float((weights * single).sum() / (weights.norm() * single.norm()))
+    assert math.isfinite(measured["nearer_than_single"])
+    assert measured["nearer_than_single"] == pytest.approx(expected, abs=1e-12)
+
+
+def multi_token_run(seed: int):
+    """A smoke-scale ReLU-head run's config on training seed ``seed`` and its training set (tokens, queries)."""
+    config = dataclasses.replace(tarzanagh_2023.runs(tarzanagh_2023.SCALES["smoke"])["relu-d4-00"], seed=seed,
+                                 device="cpu")
+    tokens, queries, labels = tarzanagh_2023.training_set(config)
+    assert (labels < 0).any()  # the notebook leaves out a set of all-positive labels
+    return config, tokens, queries
