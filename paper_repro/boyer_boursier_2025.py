@@ -13,41 +13,57 @@ the same batches (both runs of an L share the seed, hence the "init" and "train"
 ``run_experiment``, whose linear run loads the softmax run's step-0 weights and data-generator state.  That branch
 runs only with ``warm=True``; their ``__main__`` sets ``warm=False``, so as shipped their runs share the batches
 (the data generator is seeded 327 in every run) but not the start (both built from one global stream seeded 327).
-Plain SGD on the batch-mean squared error (torch's MSELoss, no ½), 128 prompts a step.  Their code applies the Cholesky root of Σ twice to the context x and never to the query x_q
-(``LinearReg.__generatedata__``), so their context has covariance RΣRᵀ and their query I; this reproduction follows
+Plain SGD on the batch-mean squared error (torch's MSELoss, no ½), 128 prompts a step.  Their code applies the
+Cholesky root of Σ twice to the context x and never to the query x_q (``LinearReg.__generatedata__``), so their context has covariance RΣRᵀ and their query I; this reproduction follows
 the paper's stated law (x and x_q ~ N(0, Σ)); the claim is about softmax against linear on one law, which either law
 tests.
 
-The paper's Sec. 6 and its figure captions could not be read here (only the abstract is in the corpora): the claim
-below is the abstract's and Thm 4.3's ("the limit risk of finite-prompt training approaches the infinite-prompt
-one") made measurable, not a figure's number.  Every record of training (every ``log_every`` steps, with the start)
-evaluates both runs of an L on the same 512 held-out prompts (the "probe" stream): risks R_soft(t), R_lin(t) and
-predictions ŷ_soft(t), ŷ_lin(t).
+The paper's body could not be read here (the corpora hold its abstract and first page); its rates are taken from the
+audit of MachineLearning-Nerd/icml26-repro-MvuCgK0Qns-softmax-linear-attention (``claims.json``, the claim
+contracts): Prop. 3.1 bounds the mean-square gap between finite- and infinite-prompt softmax attention by
+c₁σ⁶ ln L / L^(c₂/σ²), Prop. 3.4 the gradients' likewise, and Sec. 4 carries the concentration along the training
+trajectory (Thm 4.3: the limit risk of finite-prompt training approaches the infinite-prompt one).  c₂ is not
+stated; with Gaussian tokens and bounded weights the central limit theorem gives the exponent 1, so the root-mean-
+square gap shrinks like √(ln L / L) at the fastest.  Every record of training (every ``log_every`` steps, with the
+start) evaluates both runs of an L on the same 512 held-out prompts (the "probe" stream): risks R_soft(t), R_lin(t)
+and predictions ŷ_soft(t), ŷ_lin(t).
 
-Claim ``softmax-follows-linear`` (contrasts fixed before running; none is a number of the paper):
+Claim ``softmax-follows-linear``, decided at long:
 
-* the loss-trajectory gap max_t |R_soft(t) − R_lin(t)|, relative to the linear run's loss decrease
-  R_lin(0) − R_lin(T), is smaller at the largest L than at the smallest, on every seed;
-* its least-squares slope in log L over the lengths is negative on every seed;
-* the prediction gap max_t E(ŷ_soft(t) − ŷ_lin(t))², relative to the linear run's movement E(ŷ_lin(T) − ŷ_lin(0))²,
-  is smaller at the largest L than at the smallest, on every seed.
-Relative gaps, because at a shared start the two heads already agree more closely at larger L (both near 0 and the
-softmax average of the values tends to its linear limit, Lemma 2.1, for any fixed weights): the claim is that
-training keeps them together, measured against how far training moved.  The untrained control has no trajectory:
-its models are the start, their loss decrease and movement are 0, the relative gaps infinite, and every check fails.
+* the largest root-mean-square gap over the run, max_t √E(ŷ_soft(t) − ŷ_lin(t))², has a least-squares slope in log L
+  over the scale's lengths at most that of the rate √(ln L / L) (−0.367 over L = 10 … 300), on every seed: the
+  theorem's rate, tolerance none (the √ln L factor is the theorem's); a softmax head trained away from its linear
+  counterpart (a gap that stops shrinking) fails it;
+* training moves the risk: at the largest L the larger of the two heads' R(T)/R(0) is at most 3/4 (``MOVEMENT``), on
+  every seed, a contrast fixed before running.  At fixed weights the gap shrinks like L^(−1/2) by the law of large
+  numbers alone (the sanity check below), so the untrained control holds the rate and fails this check by its
+  ratio 1: the claim is about a run of training, not about its start.
 
-Sanity: the two runs of an L start from identical weights and draw identical batches (the pairing of their code).
-The Monte Carlo check of the limit itself and its rate is the claim ``large-prompt-softmax``
+Sanity: at the shared start the gap's slope in log L is −1/2 within 0.05 (Lemma 2.1 and the central limit theorem,
+fixed weights); the two runs of an L start from identical weights and draw identical batches (the pairing of their
+code).  The Monte Carlo check of the limit itself and its rate is the claim ``large-prompt-softmax``
 (``icl_sim.claims.large_prompt_softmax``), not repeated here.
 
-Scales: ``quick`` L ∈ {10, 30, 100} (L = 1000 made quick take over 16 minutes here; cut before any verdict was seen), SGD at lr QUICK_LR for QUICK_STEPS steps (theirs: lr 1e-3 for 300 000, beyond
-CPU minutes; the larger rate moves the loss visibly within them), 3 seeds; ``full`` their 19 lengths 10, 20, …, 100,
-200, …, 1000, lr 1e-3, 300 000 steps, a record every 1000 steps (``run_experiments.py``); ``smoke`` the pipeline.
+Scales: ``quick`` L ∈ {10, 30, 100} (L = 1000 made quick take over 16 minutes here; cut before any verdict was seen),
+SGD at lr QUICK_LR for QUICK_STEPS steps (10 × their rate so that 1000 steps move the loss), 3 seeds, the claim
+deferred; ``long`` their rate 1e-3 and batch 128, L ∈ {10, 30, 100, 300}, LONG_STEPS steps (theirs: 300 000 and L to
+1000: in the pilot below the softmax head's 4000 steps took 821 s at L = 1000 against 85 s at L = 100, which
+put three seeds past the CPU budget), 3 seeds; ``full``
+their 19 lengths 10, 20, …, 100, 200, …, 1000, lr 1e-3, 300 000 steps, a record every 1000 steps
+(``run_experiments.py``); ``smoke`` the pipeline.
 
-Measured at quick scale (seeds 0-2, then 100-102), held on every seed: the relative loss-trajectory gap at L = 100
-minus at L = 10 is −0.36, −0.41, −0.52 and −0.21, −0.38, −0.32; its slope in log L −0.66, −1.02, −1.00 and −0.35,
-−1.02, −0.73; the relative prediction gap's difference −0.37, −0.35, −0.41 and −0.16, −0.39, −0.39.  The untrained
-control fails every check (no trajectory: the relative gaps are undefined).  Quick took 1.0 min (the gallery's run).
+Earlier result (before issue 39): the claim was three contrasts of relative gaps (the loss-trajectory gap over the
+linear run's loss decrease, and the prediction gap over its movement, smaller at L = 100 than at L = 10; the first's
+slope in log L negative), at quick scale.  They held on seeds 0-2 and 100-102 (the loss-gap difference −0.36, −0.41,
+−0.52 and −0.21, −0.38, −0.32; its slope −0.66, −1.02, −1.00 and −0.35, −1.02, −0.73; the prediction-gap difference
+−0.37, −0.35, −0.41 and −0.16, −0.39, −0.39), but on a seed block a referee chose apart from development one seed of
+three reversed (+0.34), and the untrained control failed them only by 0/0 (nothing moved).  A gap that shrinks in L
+is, at fixed weights, the law of large numbers; so the claim became the paper's rate along a run that moves the
+risk, at their learning rate.  A development pilot (seed 900, lr 1e-3, 4000 steps, not
+a verdict) saw the softmax head at L = 10 barely train (held-out risk 1.058 → 0.983 at step 3000, the linear head
+1.057 → 0.741) and the trajectory gap 0.40 at L = 10, 0.19 at L = 100 by step 3000.
+
+Measured: see below (filled in from the verdict runs).
 """
 from __future__ import annotations
 
@@ -59,7 +75,7 @@ import torch
 
 from icl_sim.checks import Check, claim_check
 from icl_sim.config import TrainConfig
-from icl_sim.plots import Panel, seed_curve
+from icl_sim.plots import Curve, Panel, seed_curve
 from icl_sim.tasks.kcm_regression import KCMRegression
 from icl_sim.training import initial_model, training_batch
 
@@ -73,13 +89,25 @@ CODE = "eboursier/softmax_as_linear run_experiments.py"
 ACTIVATIONS = ("softmax", "linear")
 #: held-out prompts every record evaluates both runs of an L on
 PROBES = 512
+#: long scale's SGD steps at their rate 1e-3 (theirs: 300 000)
+LONG_STEPS = 3000
+#: CPU minutes of the gallery's long run
+LONG_MINUTES = 10.0
+LONG_REASON = ("at their rate 1e-3 the first 2000 steps barely move the loss (a pilot at L = 30: training loss 1.080 "
+               "at step 1000, 1.044 at 2000, 0.914 at 3000), so quick's 1000 steps train at 10 × their rate, and only "
+               "to L = 100; long keeps their rate for 3000 steps, to L = 300")
 
 CLAIMS = (
-    Claim("softmax-follows-linear", "Trained from the same start on the same batches, the softmax head's held-out "
-          "loss and predictions follow the linear head's more closely as the prompt length L grows",
-          "Boursier & Boyer 2025, abstract and Thm 4.3 (finite-prompt training approaches the infinite-prompt "
-          "limit, linear attention's); Sec. 6 experiment, " + CODE),
+    Claim("softmax-follows-linear", "Trained by SGD from the same start on the same batches, the softmax head's "
+          "predictions stay within the concentration rate of its linear counterpart's along the whole training run: "
+          "the largest gap over the run shrinks with the prompt length L at least as fast as √(ln L / L)",
+          "Boursier & Boyer 2025, Prop. 3.1 and 3.4 (output and gradient concentration, c₁σ⁶ ln L / L^(c₂/σ²) in "
+          "mean square) and Sec. 4 (the concentration holds along the training trajectory); Sec. 6 experiment, "
+          + CODE, decided_at="long", reason=LONG_REASON),
 )
+#: training must remove at least this fraction of each head's held-out risk at the start, at the largest L
+#: (a contrast fixed before running: a run that leaves the risk where it started tests fixed weights, not training)
+MOVEMENT = 0.25
 
 
 @dataclass(frozen=True)
@@ -106,6 +134,7 @@ QUICK_LR, QUICK_STEPS = 0.01, 1000
 SCALES = {
     "smoke": Settings(lengths=(4, 16), steps=20, lr=0.01, log_every=10, batch_size=16),
     "quick": Settings(lengths=(10, 30, 100), steps=QUICK_STEPS, lr=QUICK_LR, log_every=100),
+    "long": Settings(lengths=(10, 30, 100, 300), steps=LONG_STEPS, lr=1e-3, log_every=150),
     "full": Settings(lengths=tuple(range(10, 100, 10)) + tuple(range(100, 1001, 100)), steps=300_000, lr=1e-3,
                      log_every=1000),
 }
@@ -150,17 +179,14 @@ def _trajectory(measurement, name: str, seed: int, cache: dict) -> tuple[list[in
 
 
 def _pair_measures(soft: torch.Tensor, lin: torch.Tensor, targets: torch.Tensor) -> dict:
-    """The gaps of one paired trajectory (T, n) against the probe labels (n,): risks per record, the relative loss
-    and prediction gaps (∞ when the linear run did not move)."""
+    """The gaps of one paired trajectory (T, n) against the probe labels (n,): risks per record, the root-mean-square
+    prediction gap at the start and its largest value over the records, and each head's final risk over its risk at
+    the start (1 for an untrained pair)."""
     risks = {"softmax": (soft - targets).square().mean(-1), "linear": (lin - targets).square().mean(-1)}
-    decrease = float(risks["linear"][0] - risks["linear"][-1])
-    movement = float((lin[-1] - lin[0]).square().mean())
-    loss_gap = float((risks["softmax"] - risks["linear"]).abs().max())
-    prediction_gap = float((soft - lin).square().mean(-1).max())
+    gaps = (soft - lin).square().mean(-1).sqrt()
     return {"risks": {key: value.tolist() for key, value in risks.items()},
-            "loss_gap": loss_gap, "prediction_gap": prediction_gap,
-            "relative_loss_gap": loss_gap / decrease if decrease > 0 else math.inf,
-            "relative_prediction_gap": prediction_gap / movement if movement > 0 else math.inf}
+            "start_gap": float(gaps[0]), "trajectory_gap": float(gaps.max()),
+            **{f"{key}_risk_ratio": float(value[-1] / value[0]) for key, value in risks.items()}}
 
 
 def log_slope(lengths, values) -> float:
@@ -171,8 +197,19 @@ def log_slope(lengths, values) -> float:
     return least_squares_slope([math.log(length) for length in lengths], [math.log(value) for value in values])
 
 
+def rate_slope(lengths) -> float:
+    """The slope in log L of the concentration rate √(ln L / L) over ``lengths``: the root of Prop. 3.1's mean-square
+    bound ln L / L^(c₂/σ²) at the exponent 1 of the central limit theorem, the fastest a fixed-weight gap can shrink
+    (−1/2 and the √ln L factor's slope, +0.13 over L = 10 … 300)."""
+    return log_slope(lengths, [math.sqrt(math.log(length) / length) for length in lengths])
+
+
+QUANTITIES = ("start_gap", "trajectory_gap", "softmax_risk_ratio", "linear_risk_ratio")
+
+
 def measure(measurement) -> dict:
-    """Per L and seed: the paired gaps, the risk curves, and the pairing's sanity (identical start and batch)."""
+    """Per L and seed: the paired gaps, the risk ratios, the risk curves, and the pairing's sanity (identical start
+    and batch)."""
     settings = measurement.settings
     rows, curves, steps, cache = [], {}, [], {}
     for length in settings.lengths:
@@ -185,8 +222,7 @@ def measure(measurement) -> dict:
             found = _pair_measures(trajectories["softmax"][1], trajectories["linear"][1], targets.cpu())
             curves.setdefault(length, []).append(found["risks"])
             rows += [{"run": f"L{length}", "length": length, "seed": seed, "quantity": quantity,
-                      "value": found[quantity]}
-                     for quantity in ("loss_gap", "prediction_gap", "relative_loss_gap", "relative_prediction_gap")]
+                      "value": found[quantity]} for quantity in QUANTITIES]
             rows.append({"run": f"L{length}", "length": length, "seed": seed, "quantity": "pairing_difference",
                          "value": _pairing_difference(*(measurement.configs[name][seed] for name in names.values()),
                                                       measurement.device)})
@@ -203,48 +239,54 @@ def _pairing_difference(soft: TrainConfig, lin: TrainConfig, device) -> float:
                [float((first.xs - second.xs).abs().max()), float((first.ys - second.ys).abs().max())])
 
 
+def gap_slopes(rows, lengths, quantity: str) -> list[float]:
+    """Per seed, the slope of log ``quantity`` (a gap) against log L over ``lengths``."""
+    per_length = [seed_values(rows, quantity, run=f"L{length}") for length in lengths]
+    return [log_slope(lengths, values) for values in zip(*per_length)]
+
+
 def checks(results: dict, settings: Settings) -> list[Check]:
     rows, lengths = results["rows"], settings.lengths
-    smallest, largest = f"L{lengths[0]}", f"L{lengths[-1]}"
-
-    def per_seed(quantity: str, run: str) -> list[float]:
-        return seed_values(rows, quantity, run=run)
-
-    def contrast(quantity: str, label: str) -> Check:
-        differences = [high - low for high, low in zip(per_seed(quantity, largest), per_seed(quantity, smallest))]
-        return claim_check("softmax-follows-linear", f"{label} at L = {lengths[-1]} minus at L = {lengths[0]}", 0.0,
-                           differences,
-                           relation="at_most", every_seed=True,
-                           source=CLAIMS[0].source + ": a contrast fixed before running (the gap shrinks with L)")
-
-    relative = [per_seed("relative_loss_gap", f"L{length}") for length in lengths]
-    slopes = [log_slope(lengths, [values[seed] for values in relative]) for seed in range(len(relative[0]))]
-    loss_label = "max_t |R_soft − R_lin| / (R_lin(0) − R_lin(T))"
-    prediction_label = "max_t E(ŷ_soft − ŷ_lin)² / E(ŷ_lin(T) − ŷ_lin(0))²"
-    pairing = max(value for length in lengths for value in per_seed("pairing_difference", f"L{length}"))
-    return [contrast("relative_loss_gap", loss_label),
-            claim_check("softmax-follows-linear", f"slope of log[{loss_label}] against log L", 0.0, slopes,
-                        relation="at_most", every_seed=True,
-                        source=CLAIMS[0].source + ": a contrast fixed before running (a gap decreasing in L)"),
-            contrast("relative_prediction_gap", prediction_label),
+    largest = f"L{lengths[-1]}"
+    bound = rate_slope(lengths)
+    movement = [max(values) for values in zip(*(seed_values(rows, f"{activation}_risk_ratio", run=largest)
+                                                 for activation in ACTIVATIONS))]
+    start_slopes = gap_slopes(rows, lengths, "start_gap")
+    pairing = max(value for length in lengths for value in seed_values(rows, "pairing_difference", run=f"L{length}"))
+    return [claim_check("softmax-follows-linear", "slope of log max_t √E(ŷ_soft − ŷ_lin)² against log L", bound,
+                        gap_slopes(rows, lengths, "trajectory_gap"), relation="at_most", every_seed=True,
+                        source=CLAIMS[0].source + f": the slope of the rate √(ln L / L) over L = {lengths[0]} … "
+                        f"{lengths[-1]}"),
+            claim_check("softmax-follows-linear", f"larger of the two heads' held-out risk after training over its "
+                        f"risk at the start, at L = {lengths[-1]}", 1 - MOVEMENT, movement, relation="at_most",
+                        every_seed=True, source="a contrast fixed before running: training removes at least "
+                        f"{MOVEMENT:.0%} of each head's risk (the claim is about a training run)"),
+            Check("slope of log √E(ŷ_soft − ŷ_lin)² at the shared start against log L, mean over seeds", -0.5,
+                  sum(start_slopes) / len(start_slopes), 0.05, "close", 0.0, "Boursier & Boyer 2025, Lemma 2.1 "
+                  "and the central limit theorem: at fixed weights both heads tend to one limit at rate L^(−1/2)"),
             Check("largest difference between the paired runs' starts and first batches", 0.0, pairing, 0.0,
                   "at_most", 0.0, CODE + " (run_experiment, warm restart): the linear run starts from the softmax run's "
                   "step-0 weights and data-generator state")]
 
 
 def figure(results: dict, settings: Settings) -> list[Panel]:
-    """Held-out risk over training, softmax (solid) against linear (dashed) at each L, and the relative loss gap
-    against L."""
+    """Held-out risk over training, softmax (solid) against linear (dashed) at each L, and the largest gap over
+    training against L beside the rate √(ln L / L)."""
     steps, curves, lengths = results["steps"], results["curves"], settings.lengths
     risks = Panel("SGD step", "held-out squared error (ŷ − y)²", [
         seed_curve(f"{activation}, L = {length}", steps, [seed[activation] for seed in curves[length]],
                    baseline=activation == "linear", color_key=f"L = {length}")
         for length in lengths for activation in ACTIVATIONS], title="softmax (solid) and linear (dashed) attention")
-    gaps = [seed_values(results["rows"], "relative_loss_gap", run=f"L{length}") for length in lengths]
-    gap = Panel("prompt length L", "relative loss-trajectory gap", [
-        seed_curve("softmax against linear", list(lengths),
-                   [[values[seed] for values in gaps] for seed in range(len(gaps[0]))], continuous=False)],
-        xscale="log", yscale="log", title="max_t |R_soft − R_lin| / (R_lin(0) − R_lin(T))")
+    gaps = {quantity: [seed_values(results["rows"], quantity, run=f"L{length}") for length in lengths]
+            for quantity in ("trajectory_gap", "start_gap")}
+    reference = gaps["trajectory_gap"][0]
+    scale = sum(reference) / len(reference) / math.sqrt(math.log(lengths[0]) / lengths[0])
+    gap = Panel("prompt length L", "root-mean-square gap √E(ŷ_soft − ŷ_lin)²", [
+        seed_curve("largest over training", list(lengths), list(zip(*gaps["trajectory_gap"])), continuous=False),
+        seed_curve("at the shared start", list(lengths), list(zip(*gaps["start_gap"])), continuous=False),
+        Curve("√(ln L / L) through the first", list(lengths),
+              [scale * math.sqrt(math.log(length) / length) for length in lengths], baseline=True)],
+        xscale="log", yscale="log", title="softmax against linear")
     return [risks, gap]
 
 
@@ -264,4 +306,6 @@ REPRODUCTION = Reproduction(
     figure=figure,
     quick_minutes=4.0,
     monitor=monitor,
+    long_minutes=LONG_MINUTES,
+    seeds={"long": 3},
 )

@@ -1,6 +1,7 @@
 """Boursier & Boyer 2025 (paper_repro/boyer_boursier_2025.py): the projected attention head against its formula in
-numpy, the KCM task's covariance against ρ^|i−j| by Monte Carlo, the pairing of softmax and linear runs, and the
-reproduction's gap measures against hand-computed values."""
+numpy, the KCM task's covariance against ρ^|i−j| by Monte Carlo, the pairing of softmax and linear runs, the
+reproduction's gap measures against hand-computed values, the rate's slope against its closed form, and the checks on
+synthetic gaps (a power law at the rate holds, a flatter one fails, a run that leaves the risk fails by a number)."""
 import dataclasses
 import math
 
@@ -108,14 +109,15 @@ def test_pair_measures_match_hand_computed_gaps():
     lin = torch.tensor([[0.0, 0.0], [0.5, -0.5], [1.0, -1.0]], dtype=torch.float64)
     soft = torch.tensor([[0.0, 0.0], [0.0, -0.5], [1.0, -0.5]], dtype=torch.float64)
     found = repro._pair_measures(soft, lin, targets)
-    # risks: linear 1, 0.25, 0; softmax 1, 0.625, 0.125 → max gap 0.375 over a decrease of 1
+    # risks: linear 1, 0.25, 0; softmax 1, 0.625, 0.125
     np.testing.assert_allclose(found["risks"]["linear"], [1.0, 0.25, 0.0])
     np.testing.assert_allclose(found["risks"]["softmax"], [1.0, 0.625, 0.125])
-    assert found["relative_loss_gap"] == pytest.approx(0.375)
-    # prediction gaps 0, 0.125, 0.125 over the linear movement E(ŷ(T) − ŷ(0))² = 1
-    assert found["relative_prediction_gap"] == pytest.approx(0.125)
-    still = repro._pair_measures(soft[:1], lin[:1], targets)  # an untrained pair: the start alone
-    assert still["relative_loss_gap"] == math.inf and still["relative_prediction_gap"] == math.inf
+    # mean-square gaps 0, 0.125, 0.125: root-mean-square 0 at the start, at most √0.125
+    assert found["start_gap"] == 0.0 and found["trajectory_gap"] == pytest.approx(math.sqrt(0.125))
+    assert found["softmax_risk_ratio"] == pytest.approx(0.125) and found["linear_risk_ratio"] == 0.0
+    still = repro._pair_measures(soft[:1] + 0.5, lin[:1], targets)  # an untrained pair: the start alone
+    assert still["softmax_risk_ratio"] == still["linear_risk_ratio"] == 1.0
+    assert still["trajectory_gap"] == still["start_gap"] == pytest.approx(0.5)
 
 
 def test_log_slope_recovers_a_power_law_and_refuses_infinite_gaps():
@@ -124,10 +126,42 @@ def test_log_slope_recovers_a_power_law_and_refuses_infinite_gaps():
     assert math.isnan(repro.log_slope(lengths, [1.0, math.inf, 0.5]))
 
 
-def test_quick_and_full_settings_are_the_declared_ones():
+def test_rate_slope_is_minus_a_half_plus_the_log_factor():
+    # two lengths: the slope of log √(ln L / L) is −1/2 + (ln ln b − ln ln a) / (2 ln(b/a))
+    expected = -0.5 + (math.log(math.log(1000)) - math.log(math.log(10))) / (2 * math.log(100))
+    assert repro.rate_slope([10, 1000]) == pytest.approx(expected, abs=1e-12)
+    assert repro.rate_slope(repro.SCALES["long"].lengths) == pytest.approx(-0.367, abs=1e-3)
+
+
+def synthetic_rows(lengths, gap, ratio):
+    """Rows of two seeds whose gaps are gap(L, seed) and whose risk ratios are ``ratio``."""
+    quantities = {"start_gap": lambda length, seed: (seed + 1) / math.sqrt(length), "trajectory_gap": gap,
+                  "softmax_risk_ratio": lambda length, seed: ratio, "linear_risk_ratio": lambda length, seed: ratio / 2,
+                  "pairing_difference": lambda length, seed: 0.0}
+    return [{"run": f"L{length}", "length": length, "seed": seed, "quantity": quantity, "value": value(length, seed)}
+            for length in lengths for seed in (0, 1) for quantity, value in quantities.items()]
+
+
+def test_checks_hold_the_rate_on_a_moving_run_and_fail_a_flat_gap_or_a_still_run():
+    settings = repro.SCALES["long"]
+    verdicts = lambda rows: [check.outcome for check in repro.checks({"rows": rows}, settings)]  # noqa: E731
+    falling = synthetic_rows(settings.lengths, lambda length, seed: (seed + 2) * length ** -0.5, 0.5)
+    assert verdicts(falling) == ["held", "held", "held", "held"]
+    flat = synthetic_rows(settings.lengths, lambda length, seed: (seed + 2) * length ** -0.3, 0.5)
+    assert verdicts(flat)[0] == "failed"  # slope −0.3 above the rate's −0.367
+    still = repro.checks({"rows": synthetic_rows(settings.lengths, lambda length, seed: length ** -0.5, 1.0)},
+                         settings)
+    assert still[1].outcome == "failed" and still[1].per_seed == (1.0, 1.0) and not still[1].vacuous
+    assert still[2].measured == pytest.approx(-0.5, abs=1e-12)
+
+
+def test_quick_long_and_full_settings_are_the_declared_ones():
     full = repro.SCALES["full"]
     assert len(full.lengths) == 19 and full.lengths[:2] == (10, 20) and full.lengths[-2:] == (900, 1000)
     assert (full.steps, full.lr, full.batch_size, full.log_every) == (300_000, 1e-3, 128, 1000)
+    long = repro.SCALES["long"]  # their rate and batch, L to 300 for the CPU hour
+    assert (long.lr, long.batch_size, long.lengths[0], long.lengths[-1]) == (1e-3, 128, 10, 300)
+    assert repro.REPRODUCTION.seeds["long"] == 3
     config = repro.runs(repro.SCALES["quick"])[repro.run_name("softmax", 100)]
     task = make_task(config.task, **config.task_params)
     assert (task.dim, task.points, task.correlation) == (5, 101, 0.5)
