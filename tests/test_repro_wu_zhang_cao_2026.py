@@ -88,8 +88,12 @@ def test_linear_class_floor_is_the_least_squares_residual_and_binds_every_no_ln_
         assert error >= floor
 
 
-def _results(settings, power_cosine, step_cosine, probe_cosine, layerwise):
-    """A results table over seeds 0 and 1 from functions of (seed, loops[, step]) and (run, seed)."""
+LAYERWISE_RUNS = ("with LN, layerwise", "without LN, layerwise", "with LN, layerwise, random start")
+
+
+def _results(settings, power_cosine, step_cosine, probe_cosine, layerwise, twice):
+    """A results table over seeds 0 and 1 from functions of (seed, loops[, step]), (run, seed) and (run, seed, step)
+    (the layerwise layer applied twice)."""
     rows = [{"run": "no-LN linear-class floor", "seed": 0, "loops": 1, "quantity": "guided_squared_error",
              "value": 0.004}]
     for seed in (0, 1):
@@ -100,15 +104,19 @@ def _results(settings, power_cosine, step_cosine, probe_cosine, layerwise):
                       "value": step_cosine(seed, k, step)} for step in (k - 1, k + 1)]
             rows += [{"run": "with LN", "seed": seed, "loops": k, "step": step, "quantity": "probe_residual_cosine",
                       "value": probe_cosine(seed, k, step)} for step in range(1, 2 * settings.loops + 1)]
-        rows += [{"run": run, "seed": seed, "loops": 1, "quantity": "guided_squared_error",
-                  "value": layerwise(run, seed)} for run in ("with LN, layerwise", "without LN, layerwise")]
+        for run in LAYERWISE_RUNS:
+            rows.append({"run": run, "seed": seed, "loops": 1, "quantity": "guided_squared_error",
+                         "value": layerwise(run, seed)})
+            rows += [{"run": run, "seed": seed, "loops": 2, "step": step, "quantity": "step_cosine",
+                      "value": twice(run, seed, step)} for step in (1, 2, 3)]
     return {"rows": rows}
 
 
 def test_checks_take_per_seed_margins_and_each_claim_fails_for_a_model_that_learned_nothing():
     from icl_sim.paper_repro import REPRODUCTIONS
     from icl_sim.paper_repro.evidence import check_claim_wiring, claim_verdicts
-    from icl_sim.paper_repro.wu_zhang_cao_2026 import SCALES, checks, probe_margins, readout_margins
+    from icl_sim.paper_repro.wu_zhang_cao_2026 import (SCALES, checks, probe_margins, readout_margins,
+                                                       second_application_margins)
 
     settings = SCALES["smoke"]  # b = 2
     reproduction = REPRODUCTIONS["wu-zhang-cao-2026"]
@@ -119,23 +127,38 @@ def test_checks_take_per_seed_margins_and_each_claim_fails_for_a_model_that_lear
     def probe_cosine(seed, k, step):
         return 0.95 - 0.03 * abs(step - k) + 0.001 * seed
 
-    found = checks(_results(settings, trained, trained, probe_cosine,
-                            lambda run, seed: 0.001 + 0.0001 * seed if "with LN" in run else 0.005), settings)
+    def iterating(run, seed, step):  # a layer that performs the power iteration: twice, nearest PowerMethod(2)
+        return 0.99 - 0.02 * abs(step - 2) - 0.001 * seed
+
+    def layerwise(run, seed):
+        return 0.001 + 0.0001 * seed if "with LN" in run else 0.005
+
+    found = checks(_results(settings, trained, trained, probe_cosine, layerwise, iterating), settings)
     check_claim_wiring(reproduction, found)
     # cos at k minus the larger neighbour: 0.98 − 0.92 on seed 0, 0.979 − 0.918 on seed 1
-    assert readout_margins(_results(settings, trained, trained, probe_cosine, lambda run, seed: 0.0), 1) == \
+    assert readout_margins(_results(settings, trained, trained, probe_cosine, layerwise, iterating), 1) == \
         pytest.approx([0.06, 0.061])
-    assert probe_margins(_results(settings, trained, trained, probe_cosine, lambda run, seed: 0.0), 2) == \
+    assert probe_margins(_results(settings, trained, trained, probe_cosine, layerwise, iterating), 2) == \
         pytest.approx([0.03, 0.03])
-    assert [entry.verdict for entry in claim_verdicts(reproduction, found)] == ["held"] * 3
+    # 0.99 − 0.97 on seed 0, 0.989 − 0.969 on seed 1
+    assert second_application_margins(_results(settings, trained, trained, probe_cosine, layerwise, iterating),
+                                      "with LN, layerwise") == pytest.approx([0.02, 0.02])
+    assert [entry.verdict for entry in claim_verdicts(reproduction, found)] == ["held"] * 4
+
+    # a layer below the floor that writes PowerMethod(1) whatever its input: applied twice, still PowerMethod(1)
+    constant = checks(_results(settings, trained, trained, probe_cosine, layerwise,
+                               lambda run, seed, step: 0.99 - 0.02 * abs(step - 1)), settings)
+    assert {entry.claim.id: entry.verdict for entry in claim_verdicts(reproduction, constant)}["layerwise-gap"] == \
+        "failed"
     sanity = [check for check in found if check.kind == "sanity"]
     assert len(sanity) == 1 and sanity[0].passed
 
     # a model that learned nothing: its read-out is the start s = PowerMethod(0), which the probe puts at step 1
     nothing = checks(_results(settings, lambda seed, k: 0.7 - 0.1 * k,
                               lambda seed, k, step: 1.0 if step == 0 else 0.7 - 0.1 * step,
-                              lambda seed, k, step: 0.9 - 0.05 * step, lambda run, seed: 0.036), settings)
-    assert [entry.verdict for entry in claim_verdicts(reproduction, nothing)] == ["failed"] * 3
+                              lambda seed, k, step: 0.9 - 0.05 * step, lambda run, seed: 0.036,
+                              lambda run, seed, step: 0.9 - 0.1 * step), settings)
+    assert [entry.verdict for entry in claim_verdicts(reproduction, nothing)] == ["failed"] * 4
 
 
 def test_block_start_is_one_damped_power_iteration():
@@ -150,3 +173,19 @@ def test_block_start_is_one_damped_power_iteration():
         read_out = model.predict(prompt.xs, prompt.ys, loops=1)[:, -1].detach()
         expected = damped / damped.norm(dim=-1, keepdim=True) if layer_norm else damped
         torch.testing.assert_close(read_out, expected)
+
+
+def test_gain_is_the_nearest_multiple_of_the_identity_map_and_zero_off_the_manifold_at_the_block_start():
+    from icl_sim.paper_repro.wu_zhang_cao_2026 import gain
+
+    block = build_model("looped-lsa-ln", 4, 12, 4, loops=1, init="block", init_scale=0.3)
+    assert gain(block) == pytest.approx({"gain": 0.09, "off_manifold": 0.0}, abs=1e-7)
+    torch.manual_seed(3)
+    model = build_model("looped-lsa-ln", 4, 12, 4, loops=1, heads=2, init_scale=0.5)
+    # numpy reference: the map G ↦ Σ_h A_h G B_h on the basis matrices E_ij, its least-squares multiple of the identity
+    values, key_queries = model.value.detach().double().numpy(), model.key_query.detach().double().numpy()
+    basis = np.eye(16).reshape(16, 4, 4)
+    images = np.stack([sum(v[4:, :4] @ e @ kq[:4, 4:] for v, kq in zip(values, key_queries)) for e in basis])
+    rho = float((images * basis).sum() / (basis * basis).sum())
+    relative = np.linalg.norm(images - rho * basis) / np.linalg.norm(images)
+    assert gain(model) == pytest.approx({"gain": rho, "off_manifold": relative}, rel=1e-9)
