@@ -32,7 +32,9 @@ Graph generators (``generator``):
   average_degree / (m − 1)); nodes m..n−1 are padding: isolated, their tokens
   present, and never queried.
   With ``er_max_diameter = D > 0`` only graphs of diameter ≤ D are kept (rejection:
-  a rejected graph is redrawn), Ye et al.'s within-capacity training law (D = 3^L).
+  a rejected graph is redrawn), Ye et al.'s within-capacity training law (D = 3^L);
+  with ``er_min_diameter = D'`` only graphs of diameter ≥ D', their beyond-capacity
+  graphs at D' = 3^L + 1.
 * ``chain``: a random permutation of the nodes is cut into consecutive blocks of
   ``path_length + 1`` nodes; each full block is a path with ``path_length`` edges
   (directed: along the permutation), the n mod (path_length + 1) left-over nodes are
@@ -86,6 +88,13 @@ vectorised).  When no node has such a
 target (e.g. +1 asked of a graph with no edges) the label flips, so the realised
 fraction can differ from ``reachable_fraction`` for graphs where one answer is rare.
 
+All pairs (``all_pairs``, Ye et al.'s output: the whole connectivity matrix): the prompt
+is the same, and its ``targets`` (B, N, n(n − 1)) hold at the query position the ±1 label
+of every ordered pair (s, t), s ≠ t, row-major (the matrix off its diagonal), zero at the
+node tokens: the loss of a model that answers all pairs at once (``disentangled`` with
+``all_pairs``).  ``pair_prompts`` spells the same pairs out as prompts of their own, one
+query each, for predictors that answer one pair.
+
 Labels use boolean reachability: ⌈log₂ n⌉ squarings of A ∨ I, each product clamped
 to {0, 1} (never float matrix powers, which overflow).  ``latent``: ``adjacency``
 (B, n, n) bool, ``source``, ``target`` (B,) long, ``label`` (B,) bool, ``distance``
@@ -136,6 +145,10 @@ class GraphConnectivity(TaskFamily):
                                       "balanced-dag: expected out-degree of a filler", 1.5)
     er_max_diameter: int = parameter("erdos-renyi: keep only graphs whose diameter (the longest shortest path) is "
                                      "at most this, by rejection (0 = no filter)", 0)
+    er_min_diameter: int = parameter("erdos-renyi: keep only graphs whose diameter is at least this, by rejection "
+                                     "(0 = no filter)", 0)
+    all_pairs: bool = parameter("label every ordered pair (s, t), s ≠ t, at the query: targets (B, N, n(n - 1)), "
+                                "the connectivity matrix off its diagonal, row-major", False)
     path_length: int = parameter("chain: edges per chain (each chain has path_length + 1 nodes)", 4)
     max_diameter: int = parameter("bounded-diameter: bound D on every shortest-path length", 4)
     components: int = parameter("bounded-diameter: number of trees (connected components)", 2)
@@ -150,8 +163,9 @@ class GraphConnectivity(TaskFamily):
     def __post_init__(self):
         check_int("nodes", self.nodes, 2)
         check_choice("generator", self.generator, GENERATORS)
-        if not isinstance(self.directed, bool):
-            raise ValueError(f"directed must be true or false, got {self.directed!r}")  # noqa: TRY004
+        for name in ("directed", "all_pairs"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")  # noqa: TRY004
         check_float("reachable_fraction", self.reachable_fraction, 0.0, maximum=1.0)
         check_int("min_nodes", self.min_nodes, 0, self.nodes, maximum_name="nodes")
         if self.min_nodes == 1:
@@ -166,6 +180,10 @@ class GraphConnectivity(TaskFamily):
         check_int("branches", self.branches, 1)
         check_int("max_lookahead", self.max_lookahead, 0)
         check_int("er_max_diameter", self.er_max_diameter, 0)
+        check_int("er_min_diameter", self.er_min_diameter, 0)
+        if self.er_max_diameter and self.er_min_diameter > self.er_max_diameter:
+            raise ValueError(f"er_min_diameter ({self.er_min_diameter}) must be at most er_max_diameter "
+                             f"({self.er_max_diameter})")
         check_int("clique_size", self.clique_size, 2)
         # bounds that involve the graph size, for the generator whose parameters they are (a default
         # of another generator's parameter must not refuse a small graph)
@@ -229,24 +247,42 @@ class GraphConnectivity(TaskFamily):
         return upper | upper.transpose(1, 2)
 
     def _erdos_renyi(self, batch_size, generator):
-        """G(m, p) graphs; with ``er_max_diameter`` the rejected ones are redrawn, a whole batch at a time, until
-        every graph has diameter ≤ the bound."""
+        """G(m, p) graphs; with a diameter bound the rejected ones are redrawn: each round draws about twice as
+        many fresh graphs as the acceptance rate so far needs (at least a batch), and each rejected slot takes the
+        next fresh graph within the bounds, until every graph is."""
         adjacency, active = self._erdos_renyi_draw(batch_size, generator)
-        if self.er_max_diameter:
-            rejected, redraws = self._too_wide(adjacency), 0
-            while bool(rejected.any()):
-                if redraws == MAX_REDRAWS:
-                    raise ValueError(f"er_max_diameter={self.er_max_diameter}: after {MAX_REDRAWS} redraws some "
-                                     f"graphs still have a larger diameter: the law almost never meets the bound "
-                                     f"(raise it, or change average_degree)")
-                fresh, fresh_active = self._erdos_renyi_draw(batch_size, generator)
-                adjacency[rejected], active[rejected] = fresh[rejected], fresh_active[rejected]
-                rejected, redraws = rejected & self._too_wide(fresh), redraws + 1
-        return adjacency, active
+        if not (self.er_max_diameter or self.er_min_diameter):
+            return adjacency, active
+        rejected = ~self._within_bounds(adjacency)
+        drawn, accepted = batch_size, batch_size - int(rejected.sum())
+        for _ in range(MAX_REDRAWS):
+            if not bool(rejected.any()):
+                return adjacency, active
+            count = max(batch_size, min(2 * int(rejected.sum()) * drawn // max(accepted, 1), 64 * batch_size))
+            fresh, fresh_active = self._erdos_renyi_draw(count, generator)
+            kept = self._within_bounds(fresh).nonzero().squeeze(1)
+            slots = rejected.nonzero().squeeze(1)[:len(kept)]
+            adjacency[slots], active[slots] = fresh[kept[:len(slots)]], fresh_active[kept[:len(slots)]]
+            rejected[slots] = False
+            drawn, accepted = drawn + count, accepted + len(kept)
+        raise ValueError(f"er_min_diameter={self.er_min_diameter}, er_max_diameter={self.er_max_diameter}: after "
+                         f"{MAX_REDRAWS} redraws some graphs are still outside the bounds: the law almost never "
+                         f"meets them (widen them, or change average_degree)")
 
-    def _too_wide(self, adjacency: torch.Tensor) -> torch.Tensor:
-        """(B,) bool: some pair is reachable, but not within ``er_max_diameter`` hops (diameter > the bound)."""
-        return (reachability(adjacency) & ~within_hops(adjacency, self.er_max_diameter)).flatten(1).any(dim=1)
+    def _within_bounds(self, adjacency: torch.Tensor) -> torch.Tensor:
+        """(B,) bool: the diameter is at most er_max_diameter and at least er_min_diameter (a bound of 0: none).
+        The diameter exceeds h iff some reachable pair is not within h hops."""
+        reach = reachability(adjacency)
+
+        def wider_than(hops: int) -> torch.Tensor:
+            return (reach & ~within_hops(adjacency, hops)).flatten(1).any(dim=1)
+
+        keep = torch.ones(adjacency.shape[0], dtype=torch.bool, device=adjacency.device)
+        if self.er_max_diameter:
+            keep &= ~wider_than(self.er_max_diameter)
+        if self.er_min_diameter:
+            keep &= wider_than(self.er_min_diameter - 1)
+        return keep
 
     def _erdos_renyi_draw(self, batch_size, generator):
         n, device = self.nodes, generator.device
@@ -393,8 +429,13 @@ class GraphConnectivity(TaskFamily):
             adjacency, queryable = self.sample_graphs(batch_size, generator)
             source, target, label = self._queries(adjacency, queryable, generator)
         distance = shortest_distances(adjacency, source).gather(1, target[:, None]).squeeze(1)
-        return encode_prompt({"adjacency": adjacency, "source": source, "target": target, "label": label,
-                              "distance": distance, "size": queryable.sum(dim=1)}, dtype)
+        prompt = encode_prompt({"adjacency": adjacency, "source": source, "target": target, "label": label,
+                                "distance": distance, "size": queryable.sum(dim=1)}, dtype)
+        if not self.all_pairs:
+            return prompt
+        targets = torch.zeros(batch_size, self.points, self.nodes * (self.nodes - 1), device=device, dtype=dtype)
+        targets[:, -1] = _off_diagonal(reachability(adjacency)).to(dtype) * 2 - 1
+        return Prompt(prompt.xs, prompt.ys, prompt.latent, targets)
 
     def _queries(self, adjacency, queryable, generator):
         """(source, target, label): label ~ Bernoulli(reachable_fraction), then s and t by masked sampling."""
@@ -437,6 +478,28 @@ def hard_pairs(latent: dict) -> torch.Tensor:
     rows = torch.arange(adjacency.shape[0], device=adjacency.device)
     both_have_edges = (degree[rows, latent["source"]] > 0) & (degree[rows, latent["target"]] > 0)
     return (latent["distance"] >= HARD_DISTANCE) | (~latent["label"] & both_have_edges)
+
+
+def pair_prompts(adjacency: torch.Tensor, dtype: torch.dtype = torch.float64) -> Prompt:
+    """Every ordered pair (s, t), s ≠ t, of the n nodes of each graph (B, n, n) as a prompt of its own: B·n(n − 1)
+    prompts, graph by graph, a graph's pairs row-major (the order of the ``all_pairs`` targets); latents adjacency,
+    source, target, label and distance."""
+    count, n = adjacency.shape[0], adjacency.shape[-1]
+    eye = torch.eye(n, dtype=torch.bool, device=adjacency.device)
+    source, target = (~eye).nonzero().unbind(1)  # row-major
+    pairs = source.numel()
+    adjacency = adjacency.repeat_interleave(pairs, dim=0)
+    source, target = source.repeat(count), target.repeat(count)
+    rows = torch.arange(adjacency.shape[0], device=adjacency.device)
+    return encode_prompt({"adjacency": adjacency, "source": source, "target": target,
+                          "label": reachability(adjacency)[rows, source, target],
+                          "distance": shortest_distances(adjacency, source)[rows, target]}, dtype)
+
+
+def _off_diagonal(matrices: torch.Tensor) -> torch.Tensor:
+    """The entries of (B, n, n) matrices off their diagonal, row-major: (B, n(n − 1))."""
+    n = matrices.shape[-1]
+    return matrices[:, ~torch.eye(n, dtype=torch.bool, device=matrices.device)]
 
 
 def encode_prompt(latent: dict, dtype: torch.dtype) -> Prompt:

@@ -13,7 +13,7 @@ from icl_sim.seeding import make_generator
 from icl_sim.paper_repro import ye_2025
 from icl_sim.paper_repro.connectivity_measures import query_correct
 from icl_sim.tasks import GraphConnectivity
-from icl_sim.tasks.graph_connectivity import diameters, within_hops
+from icl_sim.tasks.graph_connectivity import diameters, pair_prompts, within_hops
 from icl_sim.theory.graph_algorithms import DegreeHeuristic, ReachabilityRounds, decode_prompt
 
 N = 12
@@ -135,3 +135,38 @@ def test_the_held_out_chains_lie_within_capacity_and_defeat_the_heuristic():
     assert torch.equal(query_correct(ReachabilityRounds(2, 3), prompt), torch.ones(500, dtype=torch.float64))
     heuristic = query_correct(DegreeHeuristic(), prompt)
     assert torch.equal(heuristic, prompt.latent["label"].to(torch.float64))  # right exactly on the connected pairs
+
+
+def test_beyond_capacity_law_keeps_exactly_the_graphs_of_larger_diameter():
+    adjacency = ye_2025.training_tasks()["beyond"].sample(100, make_generator(9, "eval")).latent["adjacency"]
+    assert min(_networkx_diameter(a) for a in adjacency) > ye_2025.CAPACITY
+
+
+def test_all_pairs_targets_are_networkx_connectivity_off_the_diagonal():
+    prompt = GraphConnectivity(nodes=N, average_degree=1.5, all_pairs=True).sample(20, make_generator(10, "eval"))
+    for a, labels in zip(prompt.latent["adjacency"], prompt.targets[:, -1]):
+        lengths = dict(nx.all_pairs_shortest_path_length(nx.from_numpy_array(a.numpy().astype(int))))
+        expected = [1.0 if t in lengths[s] else -1.0 for s in range(N) for t in range(N) if s != t]
+        assert labels.tolist() == expected
+    assert not prompt.targets[:, :-1].any()
+
+
+def test_all_pairs_at_once_equal_each_pair_asked_alone():
+    """The disentangled model's whole-matrix output, its training prediction and the measure's exactness agree
+    with its one-query answer to every pair's own prompt."""
+    task = GraphConnectivity(nodes=N, average_degree=1.5, all_pairs=True)
+    prompt = task.sample(6, make_generator(11, "eval"), dtype=torch.float64)
+    model = build_model("disentangled", task.dim, task.points, layers=2, all_pairs=True, init_scale=0.3).double()
+    pairs = pair_prompts(prompt.latent["adjacency"])
+    alone = model.last_prediction(pairs.xs, pairs.ys).view(6, -1)
+    (together,) = model.training_predictions(prompt.xs, prompt.ys, 0, last_only=True)
+    assert torch.allclose(together, alone, rtol=1e-10, atol=1e-12)
+    assert torch.equal(ye_2025.pairs_correct(model, pairs, 6), ye_2025.answers_correct(model, pairs))
+    assert torch.equal(pairs.latent["label"].view(6, -1), prompt.targets[:, -1] > 0)
+
+
+def test_a_standard_transformer_answers_every_pair_as_each_pair_alone():
+    task = GraphConnectivity(nodes=N, average_degree=1.5)
+    pairs = pair_prompts(task.sample(4, make_generator(12, "eval")).latent["adjacency"])
+    model = build_model("gpt", task.dim, task.points, n_embd=16, n_layer=2, n_head=1).double()
+    assert torch.equal(ye_2025.pairs_correct(model, pairs, 4), ye_2025.answers_correct(model, pairs))

@@ -23,6 +23,14 @@ reachability within 3^L + 1 hops here (the paper reads node s's row, 3^L).
 Semantics are per prefix, exactly; the tokens of every prefix are materialised as (B, P, N, D)
 (tokens j ≥ i zero, so they add nothing to any product).  Predictions after layer ℓ read the
 first (d + k)·2^ℓ features of the stream with the matching rows of V.
+
+All pairs at once (the paper's output, the whole connectivity matrix): the query of a graph prompt
+is q = [one-hot s ; one-hot t] against the same context (the node tokens), so with G = U M V,
+M = Σ_j x_j h_jᵀ, every pair's answer is ŷ_st = qᵀ G q / i + b = (G_{s,s} + G_{s,n+t} + G_{n+t,s} +
+G_{n+t,n+t}) / i + b: one pass over the context gives the n × n matrix (``pair_predictions``), equal
+to the last position's answer of the prompt asking (s, t), for every pair.  With ``all_pairs`` the
+model trains on it: its training prediction is the matrix off its diagonal, row-major (the order of
+graph-connectivity's ``all_pairs`` targets).
 """
 from __future__ import annotations
 
@@ -41,10 +49,15 @@ class DisentangledConfig:
 
     layers: int = field(default=1, metadata={"help": "number of disentangled linear-attention layers"})
     init_scale: float = field(default=0.1, metadata={"help": "standard deviation of the initial weights"})
+    all_pairs: bool = field(default=False, metadata={
+        "help": "train on every ordered pair (s, t), s ≠ t, of a graph prompt at once: the connectivity matrix "
+                "(graph-connectivity with all_pairs)"})
 
     def __post_init__(self):
         check_int("layers", self.layers, 1)
         check_float("init_scale", self.init_scale, 0.0)
+        if not isinstance(self.all_pairs, bool):
+            raise ValueError(f"all_pairs must be true or false, got {self.all_pairs!r}")  # noqa: TRY004
 
 
 class DisentangledTransformer(InContextModel):
@@ -84,6 +97,33 @@ class DisentangledTransformer(InContextModel):
     def last_prediction(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """The final position only, from its prefix alone."""
         return self._predictions(xs, ys, torch.tensor([xs.shape[1] - 1], device=xs.device))[-1][:, 0]
+
+    def training_predictions(self, xs: torch.Tensor, ys: torch.Tensor, step: int,
+                             last_only: bool) -> list[torch.Tensor]:
+        """With ``all_pairs``: every pair's score, (B, n(n − 1)), the matrix off its diagonal row-major."""
+        if not self.config.all_pairs:
+            return super().training_predictions(xs, ys, step, last_only)
+        if not last_only:
+            raise ValueError("all_pairs answers the query position alone: train with loss_on='last'")
+        scores = self.pair_predictions(xs, ys).flatten(1)
+        n = xs.shape[-1] // 2
+        off_diagonal = torch.arange(n * n, device=xs.device)
+        return [scores[:, off_diagonal[off_diagonal % (n + 1) != 0]]]
+
+    def pair_predictions(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        """Every pair's answer on graph prompts (d = 2n), (B, n, n): entry (s, t) is the last position's
+        prediction had the query been [one-hot s ; one-hot t], from the context (all positions but the last)."""
+        n = self.dim // 2
+        labels = ys if ys.ndim == 3 else ys[..., None]
+        stream = torch.cat([xs, labels.to(xs.dtype)], dim=-1)[:, :-1]  # the context tokens (B, i, D)
+        raw, count = stream[..., :self.dim], stream.shape[1]
+        for weights in self.attention:
+            scores = torch.einsum("bjk,kl,bml->bjm", stream, weights, stream)
+            stream = torch.cat([stream, scores @ stream / count], dim=-1)
+        g = torch.einsum("de,bje,bjw,wf->bdf", self.read_query, raw, stream, self.read_value[0]) / count
+        sources, targets = g[:, :n, :n].diagonal(dim1=1, dim2=2), g[:, n:, n:].diagonal(dim1=1, dim2=2)
+        return (sources[:, :, None] + g[:, :n, n:] + g[:, n:, :n].transpose(1, 2) + targets[:, None, :]
+                + self.bias[0])
 
     def _predictions(self, xs: torch.Tensor, ys: torch.Tensor, positions: torch.Tensor) -> list[torch.Tensor]:
         """Predictions (B, P[, k]) at ``positions`` after each layer, on materialised prefixes (B, P, N, D)."""
