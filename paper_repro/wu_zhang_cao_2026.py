@@ -123,7 +123,11 @@ k = 2 0.0275, 0.0241, 0.0268, 0.0242, 0.0283 (held), k = 3 0.0022, −0.0005, 0.
 as at quick (applied twice −0.021 to −0.024; random start escapes on 3 of 5, applied twice
 −0.024, −0.085, −0.088, −0.024, −0.025: failed).  Untrained control (every block): fails each
 claim by a finite value, e.g. margins −0.073, −0.134, −0.110, least cos 0.683, probe loop 2
-−0.133, layerwise error 0.0366 and applied twice −0.134.  Quick: 64 s CPU (user + sys) for
+−0.133, layerwise error 0.0366 and applied twice −0.134.  Gallery blocks (the default seeds,
+not fresh): quick seeds 0-2, random start stalled on all three (0.0250, 0.0249, 0.0249: failed);
+long seeds 0-4, loop-3 margins 0.0041, 0.0029, 0.0038, 0.0013, 0.0052 and probe loop 3 0.0075,
+0.0076, 0.0061, 0.0046, 0.0077 (held there; seeds 0-2 chose long's length, so the verdict is
+block 1200's).  Quick: 64 s CPU (user + sys) for
 3 seeds, 3.4 min wall on the shared machine; long: 185 s CPU for 5 seeds, 10 min wall.
 """
 from __future__ import annotations
@@ -175,13 +179,15 @@ CLAIMS = (
                    "was the finite gain), loop 3 inconclusive (0.0017 [-0.0019, 0.0053], 3 of 5 seeds above 0). Not "
                    "a gain effect: continued to 8 000 steps (rho 11.7, seeds 0-2) loop 3 gives -0.0015, -0.0021, "
                    "+0.0023 against +0.014 for the manifold map at rho 10; the weights stay off the manifold (relative "
-                   "distance 0.27-0.31), which the fixed start s allows and the paper's random query would not"),
+                   "distance 0.27-0.31), which the fixed start s allows and the paper's random query would not. The "
+                   "gallery's seeds 0-4 show loop 3 held (0.0041, 0.0029, 0.0038, 0.0013, 0.0052), but seeds 0-2 "
+                   "chose long's length, so that block is not the verdict"),
     Claim("probe", "Each loop of the LN model performs one power iteration: a probe of its state after loop l "
           "matches power-method step l better than any other step", f"{ABSTRACT}; Theorem 4.1 (secondary reading)",
           decided_at="long", reason=f"as power-method: {GAIN_REASON}; at quick the probe's loop-2 margins are "
                                     "-0.0087, -0.0102, -0.0080", runs=("with LN",),
           analysis="long, block 1200: loops 1 and 2 held (0.081, 0.033), loop 3 inconclusive (0.0039 [-0.0047, "
-                   "0.0125], 3 of 5 above 0): as power-method's loop 3"),
+                   "0.0125], 3 of 5 above 0): as power-method's loop 3 (gallery seeds 0-4, not fresh: held)"),
     Claim("layerwise-gap", "Even with layerwise guidance from power iterations a layer without LN cannot exactly "
           "learn one power iteration (its error stays above a positive floor), whereas the layer with LN can: its "
           "error goes below that floor and, applied again, it performs the next power iteration",
