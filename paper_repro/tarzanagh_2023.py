@@ -82,7 +82,8 @@ whose contrast is 0.152, 0.125, 0.195 (seeds 0-2: 10, 9, 10 runs, 0.075, 0.111, 
 and seed) 1 − corr(W, W^mm_O) is 0.002-0.049 against 0.075-0.41 for W^1token.  The untrained control fails every claim
 by a finite value (its linear-head differences −0.52 and below, its unselected mass 0.85).  With 100 ReLU-head runs per
 seed and both rank sweeps the quick scale takes 2.6 CPU min (7.5-9 min wall on a shared machine).  The rehearsal of the
-full scale (12 204 runs, 12 000 of them the ReLU head's) passes in 11 min here.
+full scale (12 204 runs, 12 000 of them the ReLU head's) passes in 22 min wall here (8.5 CPU min; every run's SVMs are now
+solved).
 
 Scales: ``quick`` is the notebook's setting with 10 datasets per seed (30 per parameterisation, the notebook
 100), 10 rank instances per (n, T, d) (theirs 100) and 25 ReLU-head runs per d and seed; ``full`` 34 datasets per seed
