@@ -184,12 +184,19 @@ def run_scale(reproduction: Reproduction, scale: str, run_dir: Path, *, device: 
     (its control apart), kept from the refresh that trained it when this one only reused finished runs."""
     before, start = checkpointed_steps(run_dir), time.perf_counter()
     checks = run_reproduction(reproduction, scale, run_dir, device=device, progress=progress)
-    minutes = (time.perf_counter() - start) / 60
+    minutes = record_minutes(run_dir, before, (time.perf_counter() - start) / 60)
     control = run_reproduction(reproduction, scale, run_dir, control="untrained", device=device, progress=progress)
-    minutes_file = run_dir / MINUTES_FILE
-    if checkpointed_steps(run_dir) != before or not minutes_file.exists():
+    return ScaleRecord(checks, control, minutes)
+
+
+def record_minutes(run_dir: Path, before: dict[Path, int], minutes: float) -> float:
+    """Keep ``minutes`` as the time ``run_dir``'s reproduction run took where this run trained (its checkpointed
+    steps moved from ``before``) or none is kept yet, so that a gallery reusing runs that ``repro run`` trained reports
+    the training's minutes, not its own; return the minutes kept."""
+    minutes_file = Path(run_dir) / MINUTES_FILE
+    if checkpointed_steps(Path(run_dir)) != before or not minutes_file.exists():
         write_text(minutes_file, json.dumps({"minutes": minutes}) + "\n")
-    return ScaleRecord(checks, control, json.loads(minutes_file.read_text())["minutes"])
+    return json.loads(minutes_file.read_text())["minutes"]
 
 
 def rehearsal_hours(runs_dir, name: str) -> float | None:

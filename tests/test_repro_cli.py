@@ -46,6 +46,23 @@ def toy(monkeypatch):
     return register(monkeypatch, TOY)
 
 
+def test_a_gallery_reusing_the_runs_of_repro_run_reports_the_minutes_they_took(toy, tmp_path):
+    """``repro run`` keeps its minutes beside the runs it trained; a gallery refresh that only reuses them reports
+    those minutes, not its own few seconds; a rerun that trains nothing keeps them."""
+    from icl_sim.paper_repro.gallery import MINUTES_FILE, refresh_gallery
+
+    runs = tmp_path / "runs"
+    assert invoke("repro", "run", "toy", "--scale", "quick", "--out", str(runs / "toy-quick"), "--device", "cpu",
+                  "--no-progress").exit_code == 0
+    kept = json.loads((runs / "toy-quick" / MINUTES_FILE).read_text())["minutes"]
+    assert kept > 0
+    (runs / "toy-quick" / MINUTES_FILE).write_text(json.dumps({"minutes": 12.5}))  # as if training took 12.5
+    assert invoke("repro", "run", "toy", "--scale", "quick", "--out", str(runs / "toy-quick"), "--device", "cpu",
+                  "--no-progress").exit_code == 0
+    records = refresh_gallery({"toy": toy}, tmp_path / "figures", runs, device="cpu")
+    assert records["toy"].scales["quick"].minutes == 12.5
+
+
 def test_a_failed_claim_exits_1_and_a_deferred_one_does_not(toy, tmp_path, monkeypatch):
     result = invoke("repro", "run", "toy", "--out", str(tmp_path / "a"), "--device", "cpu", "--no-progress")
     assert result.exit_code == 0, result.output

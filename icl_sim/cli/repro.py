@@ -57,6 +57,7 @@ def repro_run(name, run_all, scale, seeds, first_seed, control, rehearse, out_di
     if name is not None:
         catalogue.check_name("reproductions", "name", name)
     from icl_sim.paper_repro import REPRODUCTIONS
+    from icl_sim.paper_repro.gallery import checkpointed_steps, record_minutes
 
     names = list(REPRODUCTIONS) if run_all else [name]
     if name is not None:
@@ -68,11 +69,13 @@ def repro_run(name, run_all, scale, seeds, first_seed, control, rehearse, out_di
     failures, totals = 0, []
     for current in names:
         target = Path(out_dir or "runs") / f"{current}-{suffix}" if run_all or not out_dir else Path(out_dir)
-        start = time.perf_counter()
+        before, start = checkpointed_steps(target), time.perf_counter()
         with removed_on_user_error(target, keep="runs"):
             failed, extra = run(REPRODUCTIONS[current], scale=scale, target=target, seeds=seeds,
                                 first_seed=first_seed, control=control, device=device, progress=progress,
                                 executor=executor)
+        if run is _run:  # the gallery, reusing these runs, reports the minutes they took
+            record_minutes(target, before, (time.perf_counter() - start) / 60)
         failures += failed
         totals += extra
         click.echo(f"    ({time.perf_counter() - start:.0f} s; results in {target})")
