@@ -154,7 +154,15 @@ CLAIMS = (
           decided_at="long", reason="quick (6 seeds, the gallery's block 0-5, 2026-12-05): the orthogonal start's "
           "growth is -0.11 with 95 % interval [-1.81, 1.59] across the bar 1 (per seed 0.14, 0.66, 1.47, -0.33, "
           "-3.18, 0.59: each seed's two depths are independent networks whose learning times scatter by up to 9x), "
-          "inconclusive; long is quick's setting over 20 seeds, which narrows the interval about twofold"),
+          "inconclusive; long is quick's setting over 20 seeds, which narrows the interval about twofold",
+          analysis="INCONCLUSIVE at long on seeds 1000-1019 (never run before; 2026-12-05): the scaled Gaussian start "
+                   "slows with depth as the paper says (growth 3.50, interval [3.20, 3.80]: 11x from L = 4 to 16, "
+                   "every seed above 2.3), but the orthogonal start is not shown depth-independent: growth 1.24, "
+                   "interval [0.41, 2.06] across the bar 1 (2.4x on average).  Its learning times at L = 4 are "
+                   "80-600 steps on every seed; at L = 16, 15 of 20 seeds take 130-710 and five 1190, 1650, 2690, 4100 "
+                   "and more than 6000 (seed 1003, censored), so the mean is carried by a tail of slow deep starts.  "
+                   "Not the sign of det(W_L⋯W1) against det M > 0 (the slow five start at +1 and −1 alike); the "
+                   "cause is not established."),
 )
 
 
