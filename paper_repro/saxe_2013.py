@@ -146,7 +146,8 @@ CLAIMS = (
                    "and 1.46), while it held on the fresh blocks 600-602 (0.65, 1.10, 0.73) and 700-702 (0.85, 0.65, "
                    "0.71).  From a random start each mode sets its own effective u0 in an alignment phase, so the "
                    "ratio of consecutive t½ scatters about eq. (7)'s common-u0 value (1.87 at u0 = 1e-4); the "
-                   "ordering itself held on every seed of the three blocks."),
+                   "ordering itself held on every seed of the three blocks.  The long scale's 20 seeds 1000-1019 (2026-12-05) "
+                   "fail it too: 18 of 20 above 0.5, seeds 1008 and 1005 at 0.262 and 0.480 (mean 0.845)."),
     Claim("depth-independent", "From random orthogonal weights a deep linear network learns in a number of steps "
           "that does not grow with depth (the step scaled as 1/L), while from scaled random Gaussian weights it does",
           "Saxe et al. 2014, abstract and Secs. 3–4: random orthogonal initial conditions enjoy depth-independent "
