@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.stats
 import torch
 from torch.func import functional_call
 
@@ -51,6 +52,10 @@ def test_runs_are_the_authors_settings():
             assert (config.task_params["x_gamma_shape"], config.task_params["x_gamma_scale"]) == (0.1, 10.0)
     assert full["adam-normal"].steps == 10000 and (full["adam-trajectory"].steps, full["adam-trajectory"].log_every) \
         == (2000, 1)
+    long = ahn_2024.runs(ahn_2024.SCALES["long"])  # the authors' batch, rates and seeds, 1 000 of their steps
+    for name, config in long.items():
+        assert dataclasses.replace(config, steps=full[name].steps, checkpoint_every=full[name].steps) == full[name]
+    assert ahn_2024.REPRODUCTION.seeds["long"] == 6 and ahn_2024.SCALES["long"].condition_prompts == 1000
 
 
 @pytest.fixture(scope="module")
@@ -123,15 +128,49 @@ def test_measured_losses_and_condition_numbers_equal_an_independent_float64_comp
     assert ratio == pytest.approx(math.log10(final["sgdm"] / final["adam"]), rel=1e-4, abs=1e-6)
 
 
-def test_untrained_models_give_the_null_contrasts_and_fail_every_claim(trained):
-    configs, _, _ = trained
-    models = {name: initial_model(config, torch.device("cpu")) for name, config in configs.items()}
-    results = ahn_2024.measure(_measurement(configs, models, {name: [] for name in configs}))
+def test_untrained_models_give_the_null_contrasts_and_fail_every_claim_but_the_one_at_the_initialisation(trained):
+    configs, models, histories = trained
+    untrained = {name: initial_model(config, torch.device("cpu")) for name, config in configs.items()}
+    results = ahn_2024.measure(_measurement(configs, untrained, {name: [] for name in configs}))
     values = {(row["run"], row["quantity"]): row["value"] for row in results["rows"]}
     assert values["normal", "log10_loss_ratio"] == 0.0 and values["gamma-vs-normal", "log10_gap_ratio"] == 0.0
     assert values["normal", "condition_ratio"] == 1.0  # one initialisation for both optimisers
     assert math.isnan(values["adam-trajectory", "smoothness_slope"])
-    assert not any(check.passed for check in ahn_2024.checks(results, SMOKE) if check.kind == "claim")
+    # the noise is the authors' measurement at the initialisation: the trained runs' value, bit for bit
+    trained_rows = ahn_2024.measure(_measurement(configs, models, histories))["rows"]
+    assert [row for row in trained_rows if row["run"] == "initialisation"] == \
+        [row for row in results["rows"] if row["run"] == "initialisation"]
+    assert not any(check.passed for check in ahn_2024.checks(results, SMOKE)
+                   if check.kind == "claim" and check.claim != "heavy-tailed-noise")
+
+
+def test_the_gaussian_reference_norm_follows_the_chi_distribution():
+    """Isotropic noise σ ξ, ξ ~ N(0, I_p): ‖ζ‖²/σ² is χ²_p, whose quantiles scipy gives; the 40 000 draws allow 5
+    standard errors of a sample quantile, sqrt(q(1 − q)/n)/f(x_q)."""
+    p, sigma = 150, 0.3
+    noise = sigma * torch.randn(20000, p, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    norms = ahn_2024.gaussian_reference_norms(noise)
+    second = noise.T @ noise / len(noise)
+    scale = float(torch.linalg.eigvalsh(second).mean())  # the reference's covariance is the measured one
+    for q in (0.5, 0.99):
+        x = scipy.stats.chi2.ppf(q, p)
+        error = math.sqrt(q * (1 - q) / len(norms)) / scipy.stats.chi2.pdf(x, p)
+        assert np.quantile(norms, q) ** 2 / scale == pytest.approx(x, abs=5 * error)
+
+
+def test_the_tail_ratio_is_one_for_gaussian_noise_and_large_for_a_power_law():
+    """Anisotropic gaussian noise gives a tail ratio of 1 up to the sample quantile's error; scaling each of its rows
+    by a Pareto(1.5) factor (an infinite-variance tail) pushes the 99 % quantile far out."""
+    generator = torch.Generator().manual_seed(2)
+    noise = torch.randn(20000, 150, generator=generator, dtype=torch.float64) * torch.logspace(0, -3, 150)
+    ratio = ahn_2024.tail_reach(noise.norm(dim=1).numpy()) / ahn_2024.tail_reach(
+        ahn_2024.gaussian_reference_norms(noise))
+    assert ratio == pytest.approx(1.0, abs=0.03)
+    scales = torch.tensor(np.random.default_rng(3).pareto(1.5, size=(20000, 1)) + 1.0)
+    heavy = noise * scales
+    ratio = ahn_2024.tail_reach(heavy.norm(dim=1).numpy()) / ahn_2024.tail_reach(
+        ahn_2024.gaussian_reference_norms(heavy))
+    assert ratio > 2 * ahn_2024.RATIO_MARGIN
 
 
 def test_the_tail_panel_follows_a_pareto_survival_function():
