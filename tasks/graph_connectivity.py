@@ -484,16 +484,15 @@ def pair_prompts(adjacency: torch.Tensor, dtype: torch.dtype = torch.float64) ->
     """Every ordered pair (s, t), s ≠ t, of the n nodes of each graph (B, n, n) as a prompt of its own: B·n(n − 1)
     prompts, graph by graph, a graph's pairs row-major (the order of the ``all_pairs`` targets); latents adjacency,
     source, target, label and distance."""
-    count, n = adjacency.shape[0], adjacency.shape[-1]
-    eye = torch.eye(n, dtype=torch.bool, device=adjacency.device)
-    source, target = (~eye).nonzero().unbind(1)  # row-major
-    pairs = source.numel()
-    adjacency = adjacency.repeat_interleave(pairs, dim=0)
-    source, target = source.repeat(count), target.repeat(count)
-    rows = torch.arange(adjacency.shape[0], device=adjacency.device)
-    return encode_prompt({"adjacency": adjacency, "source": source, "target": target,
-                          "label": reachability(adjacency)[rows, source, target],
-                          "distance": shortest_distances(adjacency, source)[rows, target]}, dtype)
+    count, n, device = adjacency.shape[0], adjacency.shape[-1], adjacency.device
+    source, target = (~torch.eye(n, dtype=torch.bool, device=device)).nonzero().unbind(1)  # row-major
+    # labels and distances once per graph (a BFS per source), not once per pair
+    every_source = torch.arange(n, device=device).repeat(count)
+    distances = shortest_distances(adjacency.repeat_interleave(n, dim=0), every_source).view(count, n, n)
+    return encode_prompt({"adjacency": adjacency.repeat_interleave(source.numel(), dim=0),
+                          "source": source.repeat(count), "target": target.repeat(count),
+                          "label": reachability(adjacency)[:, source, target].flatten(),
+                          "distance": distances[:, source, target].flatten()}, dtype)
 
 
 def _off_diagonal(matrices: torch.Tensor) -> torch.Tensor:

@@ -105,10 +105,8 @@ class DisentangledTransformer(InContextModel):
             return super().training_predictions(xs, ys, step, last_only)
         if not last_only:
             raise ValueError("all_pairs answers the query position alone: train with loss_on='last'")
-        scores = self.pair_predictions(xs, ys).flatten(1)
-        n = xs.shape[-1] // 2
-        off_diagonal = torch.arange(n * n, device=xs.device)
-        return [scores[:, off_diagonal[off_diagonal % (n + 1) != 0]]]
+        scores = self.pair_predictions(xs, ys)
+        return [scores[:, ~torch.eye(scores.shape[-1], dtype=torch.bool, device=scores.device)]]  # row-major
 
     def pair_predictions(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """Every pair's answer on graph prompts (d = 2n), (B, n, n): entry (s, t) is the last position's
