@@ -20,6 +20,7 @@ from the global generator seeded per run and step, which one vmapped call cannot
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import functools
@@ -34,6 +35,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from icl_sim.config import TrainConfig
 from icl_sim.distributed import current_world, launched_by_torchrun
+from icl_sim.locks import directory_lock
 from icl_sim.models import InContextModel
 from icl_sim.progress import Progress
 from icl_sim.prompt import Prompt
@@ -157,6 +159,15 @@ def train_ensemble(configs: Sequence[TrainConfig], run_dirs: Sequence, *, resume
     check_ensemble(configs)
     if len(run_dirs) != len(configs) or len({run_dir.resolve() for run_dir in run_dirs}) != len(configs):
         raise ValueError(f"run_dirs must name {len(configs)} distinct directories, one per config; got {run_dirs}")
+    with contextlib.ExitStack() as locks:
+        for run_dir in run_dirs:
+            locks.enter_context(directory_lock(run_dir))
+        return _train_locked(configs, run_dirs, resume, progress, log_extra)
+
+
+def _train_locked(configs: list[TrainConfig], run_dirs: list[Path], resume: bool, progress: bool,
+                  log_extra: Callable[[InContextModel], dict] | None) -> list[InContextModel]:
+    """:func:`train_ensemble` once every run directory's lock is held."""
     device = resolve_device(configs[0].device)
     states = [initial_state(config, run_dir, resume=resume, device=device)
               for config, run_dir in zip(configs, run_dirs)]

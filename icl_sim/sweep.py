@@ -33,6 +33,7 @@ from icl_sim.config import TrainConfig
 from icl_sim.evaluation import write_table
 from icl_sim.executors import Executor
 from icl_sim.failures import RunFailed
+from icl_sim.locks import directory_lock, lock_holder
 from icl_sim.mapping_files import read_settings_file
 from icl_sim.models import InContextModel
 from icl_sim.plots import Curve, Panel, draw_figure
@@ -118,6 +119,12 @@ def execute_runs(runs: Mapping[str, tuple[TrainConfig, Path]], executor: Executo
     """
     root = Path(root)
     pending = {key: run for key, run in runs.items() if trained_steps(run[1]) < run[0].steps}
+    for key, (_, run_dir) in list(pending.items()):
+        holder = lock_holder(run_dir)
+        if holder is not None:  # a job of an earlier controller (killed) still trains it: never start a second
+            print(f"Warning: run {key} is training in another process ({holder}); not started again, see "
+                  f"`icl-sim sweep status` for its end", file=sys.stderr)
+            del pending[key]
     if not pending:
         return
     submitter = executor.submitit(root / JOBS_FOLDER)
@@ -252,15 +259,17 @@ def run_sweep(spec: Mapping[str, Any], root, executor: Executor = Executor(), *,
     Raises SweepFailed if a job failed."""
     root = Path(root)
     expanded = expand_grid(spec)
-    _refuse_another_sweep(root, spec)
-    runs = {run_id(config): (config, root / RUNS_FOLDER / run_id(config)) for _, config in expanded}
-    write_text(root / SPEC_FILE, json.dumps({"spec": spec, "runs": [{"id": run_id(config), "values": values}
-                                                                     for values, config in expanded]}, indent=2) + "\n")
-    try:
-        execute_runs(runs, executor, root, threads=threads, progress=progress)
-    finally:
-        rows = sweep_status(root)
-        write_summary(root, rows)
+    with directory_lock(root, "sweep root"):
+        _refuse_another_sweep(root, spec)
+        runs = {run_id(config): (config, root / RUNS_FOLDER / run_id(config)) for _, config in expanded}
+        write_text(root / SPEC_FILE, json.dumps({"spec": spec, "runs": [{"id": run_id(config), "values": values}
+                                                                         for values, config in expanded]},
+                                                indent=2) + "\n")
+        try:
+            execute_runs(runs, executor, root, threads=threads, progress=progress)
+        finally:
+            rows = sweep_status(root)
+            write_summary(root, rows)
     return rows
 
 

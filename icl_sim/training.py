@@ -26,6 +26,7 @@ from icl_sim.atomic import naming_in_errors, remove_leftovers
 from icl_sim.config import TrainConfig
 from icl_sim.distributed import World, current_world, parallel, process_group
 from icl_sim.failures import RunFailed, Terminated
+from icl_sim.locks import directory_lock
 from icl_sim.models import InContextModel
 from icl_sim.optimizers import NormalizedGD, SophiaG
 from icl_sim.progress import Progress
@@ -193,7 +194,8 @@ def train(config: TrainConfig, run_dir, *, resume: bool = False, progress: bool 
           log_extra: Callable[[InContextModel], dict] | None = None) -> InContextModel:
     """Train ``config`` in ``run_dir`` (continuing the run saved there if ``resume``) and return the model.
 
-    A new run refuses a directory that already holds one, so nothing is overwritten.  Resuming
+    A new run refuses a directory that already holds one, so nothing is overwritten, and the run holds the
+    directory's lock (:func:`~icl_sim.locks.directory_lock`) while it trains, so a second writer is refused.  Resuming
     continues from the last checkpoint, or from step 0 if the run stopped before its first one;
     ``config`` must be the saved one but for ``device`` and ``steps``, which may grow and is then
     saved.  ``log_extra(model)`` may add measurements to every metrics record.  On Ctrl-C or SIGTERM the run
@@ -204,7 +206,8 @@ def train(config: TrainConfig, run_dir, *, resume: bool = False, progress: bool 
     """
     run_dir = Path(run_dir)
     task = make_task(config.task, **config.task_params)
-    with process_group(resolve_device(config.device)) as (device, world):
+    with process_group(resolve_device(config.device)) as (device, world), \
+            directory_lock(run_dir) if world.is_main else contextlib.nullcontext():
         world.shards(config.batch_shards)
         state = initial_state(config, run_dir, resume=resume, device=device)
         world.barrier()  # every rank has looked at the directory before rank 0 writes to it

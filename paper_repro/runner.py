@@ -29,6 +29,7 @@ from icl_sim.prompt import Prompt
 from icl_sim.run_io import CHECKPOINT_FILE, CONFIG_FILE, load_config, trained_steps
 from icl_sim.seeding import make_generator
 from icl_sim.executors import Executor
+from icl_sim.locks import directory_lock
 from icl_sim.sweep import execute_runs
 from icl_sim.training import initial_model, resolve_device
 from icl_sim.validation import check_choice, check_int
@@ -41,6 +42,10 @@ from .spec import SCALES, Reproduction
 CONTROLS = ("untrained",)
 #: where the untrained control's checks go, beside ``checks.json``
 CONTROL_FILE = "control.json"
+#: a setting repeated over several datasets per training seed gives repeat r the config seed r · REPEAT_STRIDE, to
+#: which the runner adds the training seed; training seeds stay below the stride, so no two (seed, repeat) pairs
+#: share a dataset and a fresh seed block never retrains an earlier block's data
+REPEAT_STRIDE = 10**6
 #: the held-out prompt streams of every reproduction: seeds of the "eval" stream, never the training one
 HELD_OUT_STREAMS = {"tuning": 1, "probe": 2, "test": 3}
 
@@ -104,12 +109,12 @@ def seed_block(scale: str, seeds: int | None = None, first_seed: int = 0, *,
                declared: Mapping[str, int] | None = None) -> range:
     """The training seeds of a run: ``seeds`` of them (by default those the reproduction ``declared`` for the scale,
     else the scale's ``DEFAULT_SEEDS``) from ``first_seed`` on; a claim must hold on any block, not only the one it
-    was developed on."""
+    was developed on.  Seeds stay below ``REPEAT_STRIDE``."""
     check_choice("scale", scale, SCALES)
     if seeds is None:
         seeds = (declared or {}).get(scale, DEFAULT_SEEDS[scale])
-    check_int("seeds", seeds, 1)
-    check_int("first_seed", first_seed, 0)
+    check_int("first_seed", first_seed, 0, REPEAT_STRIDE - 1)
+    check_int("seeds", seeds, 1, REPEAT_STRIDE - first_seed, maximum_name=f"{REPEAT_STRIDE} - first_seed")
     return range(first_seed, first_seed + seeds)
 
 
@@ -139,9 +144,14 @@ def run_reproduction(reproduction: Reproduction, scale: str, out_dir, *, seeds: 
     if control is not None:
         check_choice("control", control, CONTROLS)
     settings = reproduction.settings(scale)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    device = resolve_device(device)
+    with directory_lock(out_dir, "reproduction directory"):
+        return _run_locked(reproduction, scale, settings, Path(out_dir), block, control, resolve_device(device),
+                           progress, executor)
+
+
+def _run_locked(reproduction: Reproduction, scale: str, settings, out_dir: Path, block: range, control: str | None,
+                device, progress: bool, executor: Executor) -> list[Check]:
+    """:func:`run_reproduction` once the lock of ``out_dir`` is held."""
     runs = seeded_runs(reproduction, settings, block, device)
     if control == "untrained":
         models = {key: initial_model(config, device).eval() for key, config in runs.items()}

@@ -19,7 +19,7 @@ Setting (``kernel-attention``): N = 6 prompts, each T = 8 points and a query z o
 query's target y = wᵀz with a fresh w ~ N(0, I) per prompt (``linear-regression`` with ``x_distribution="sphere"``),
 so y ~ N(0, 1); the layer f = Σ_t κ(W^Q z, W^K x_t) vᵀx_t; the squared loss on this fixed training set, full-batch GD
 (lr 0.1).  W^Q, W^K start with entries N(0, 1/d), v with entries N(0, 1).  Run r of a setting trains on the
-prompts and start of seed 1000 r + the training seed, the same for both kernels (the start does not depend on the
+prompts and start of seed 10⁶ r + the training seed (the runner's ``REPEAT_STRIDE``), the same for both kernels (the start does not depend on the
 kernel), so the kernels are compared on the same data, values and start.
 
 Which facts are claims.  With v alone trained the loss is least squares in v: at d ≥ N its floor is 0 and GD
@@ -102,6 +102,7 @@ from icl_sim.tasks import make_task
 from icl_sim.training import initial_model, training_batch
 
 from .measures import seed_values
+from .runner import REPEAT_STRIDE
 from .spec import Claim, Paper, Reproduction
 
 PAPER = Paper("B. Song, B. Han, S. Zhang, J. Ding, M. Hong", "Unraveling the gradient descent dynamics of "
@@ -115,8 +116,6 @@ NEAR_ONE = 0.9
 LOSS_RATIO = 0.5
 #: losses are compared above this floor, so that a run at 0 in float64 gives a finite ratio
 LOSS_FLOOR = 1e-30
-#: run r of a setting trains on the dataset and start of seed DATASET_STRIDE·r + the training seed
-DATASET_STRIDE = 1000
 #: the slice's positions t along θ_0 + t (θ_T − θ_0)
 SLICE = tuple(float(t) for t in np.linspace(-0.5, 1.5, 41))
 KERNELS = ("softmax", "gaussian")
@@ -190,7 +189,7 @@ def runs(settings: Settings) -> dict[str, TrainConfig]:
                 configs[run_name(kernel, trained, dim, repeat)] = TrainConfig(
                     task=task.name, task_params=dataclasses.asdict(task), model="kernel-attention",
                     model_params={"kernel": kernel, "trained": trained}, steps=steps, batch_size=settings.prompts,
-                    batch_redraw_every=steps, optimizer="sgd", lr=settings.lr, seed=DATASET_STRIDE * repeat,
+                    batch_redraw_every=steps, optimizer="sgd", lr=settings.lr, seed=REPEAT_STRIDE * repeat,
                     log_every=settings.log_every, checkpoint_every=steps)
     return configs
 

@@ -14,8 +14,8 @@ model selects, α_i = argmax_t softmax_t at the end (the theorem's locally optim
 also globally optimal, argmax y_i vᵀx_t, is reported), W^mm_α with the Frobenius norm and W^mm_⋆,α with the
 nuclear norm (``icl_sim.theory.max_margin.attention_svm``, cvxpy/Clarabel), and directions are compared by
 their correlation coefficient ⟨W₁, W₂⟩/(‖W₁‖‖W₂‖), theirs.  The notebook repeats this for 100 datasets (seeds
-0-99); here each training seed s trains ``datasets`` of them (run r trains on seed 1000 r + s) and a seed's
-value is the mean over its datasets.
+0-99); here each training seed s trains ``datasets`` of them (run r trains on seed 10⁶ r + s, the runner's
+``REPEAT_STRIDE``) and a seed's value is the mean over its datasets.
 
 Claims, each checked per training seed with every seed required to clear its bound:
 
@@ -110,6 +110,7 @@ from icl_sim.theory.max_margin import attention_svm, finite_component, matrix_co
 from icl_sim.training import training_batch
 
 from .measures import seed_values
+from .runner import REPEAT_STRIDE
 from .spec import Claim, Paper, Reproduction
 
 PAPER = Paper("D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak", "Transformers as support vector machines",
@@ -123,8 +124,6 @@ KQ_PENALTY = float(torch.finfo(torch.float64).eps)
 SATURATION = "Tarzanagh et al. 2023, Thm 2; " + NOTEBOOK + "'s softmax-probability curves"
 #: the largest mean non-selected softmax mass at the end that counts as "the probability → 1" (fixed in advance)
 SELECTION_BOUND = 0.01
-#: run r of a parameterisation trains on the dataset of seed DATASET_STRIDE·r + the training seed
-DATASET_STRIDE = 1000
 #: the singular values that count towards a rank (svm_rank.ipynb's tol)
 RANK_TOLERANCE = 1e-7
 #: draws allowed per rank instance kept, for an instance with no separating W
@@ -224,7 +223,7 @@ def _config(task: TokenSelection, prompts: int, settings: Settings, parameteriza
         task=task.name, task_params=dataclasses.asdict(task), model="selection-attention",
         model_params={"parameterization": parameterization, "head": head}, steps=steps, batch_size=prompts,
         batch_redraw_every=steps, optimizer="normalized-gd", lr=settings.lr,
-        weight_decay=KQ_PENALTY if parameterization == "KQ" else 0.0, seed=DATASET_STRIDE * dataset,
+        weight_decay=KQ_PENALTY if parameterization == "KQ" else 0.0, seed=REPEAT_STRIDE * dataset,
         log_every=log_every or settings.log_every, checkpoint_every=steps)
 
 

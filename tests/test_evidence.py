@@ -21,7 +21,7 @@ from icl_sim.paper_repro.gallery import (MINUTES_FILE, RECORDS_FILE, GalleryEntr
 from icl_sim.paper_repro.rehearsal import (H200_BF16_FLOPS, REHEARSAL_FILE, REHEARSAL_FIT_STEPS, REHEARSAL_PROMPTS,
                                            REHEARSAL_STEPS, UTILISATION, RunCost,
                                            StepCost, fewer_prompts, rehearse)
-from icl_sim.paper_repro.runner import CONTROL_FILE, run_reproduction, seed_block
+from icl_sim.paper_repro.runner import CONTROL_FILE, REPEAT_STRIDE, run_reproduction, seed_block
 from icl_sim.paper_repro.spec import Claim, Paper, Reproduction
 from icl_sim.run_io import load_config, trained_steps
 from icl_sim.tasks import LinearRegression
@@ -209,7 +209,9 @@ def test_seed_blocks():
     assert seed_block("quick", 2, declared={"quick": 6}) == range(0, 2)  # --seeds over both
     assert seed_block("long", declared={"quick": 6}) == range(0, 5)
     assert seed_block("full", 2, first_seed=10) == range(10, 12)
-    for bad in [dict(seeds=0), dict(first_seed=-1)]:
+    assert seed_block("quick", 2, first_seed=REPEAT_STRIDE - 2) == range(REPEAT_STRIDE - 2, REPEAT_STRIDE)
+    for bad in [dict(seeds=0), dict(first_seed=-1), dict(first_seed=REPEAT_STRIDE),
+                dict(seeds=3, first_seed=REPEAT_STRIDE - 2)]:
         with pytest.raises(ValueError, match=next(iter(bad))):
             seed_block("quick", **bad)
 
