@@ -146,19 +146,21 @@ def _accuracies(rows):
     return torch.tensor(rows, dtype=torch.float64)
 
 
-def test_chance_check_is_the_exact_binomial_test_and_its_partner_the_nn_gap():
+def test_chance_checks_are_the_exact_binomial_test_and_the_contrast_with_conjunctions():
     settings = dataclasses.replace(SCALES["smoke"], parity_points=3, n=1, points=3)
     correct = [[1, 0, 1], [1, 1, 1], [0, 0, 0], [1, 1, 0]]  # last position: 1 + 1 + 0 + 0 of 4, and ...
     parity = {"chance_queries": torch.tensor([[True] * 3, [True] * 3, [True] * 3, [False] * 3]),
+              "accuracy": {"GF(2) elimination": _accuracies([[0, 0, 1]] * 3 + [[0, 0, 0]])},
               "transformer": [_accuracies(correct), _accuracies([[0, 0, 1]] * 4)]}
-    conjunction = {"accuracy": {"1-NN": _accuracies([[0, 0, 0], [0, 1, 0]])},
+    conjunction = {"accuracy": {"1-NN": _accuracies([[0, 0, 0], [0, 1, 0]]), "Elimination": _accuracies([[1] * 3] * 2)},
                    "transformer": [_accuracies([[1, 1, 1], [1, 1, 1]])] * 2}
-    binomial, partner = chance_checks({"parity": parity, "conjunction": conjunction}, settings)
+    binomial, contrast = chance_checks({"parity": parity, "conjunction": conjunction}, settings)
     # the fourth prompt's query is left out: 2 of 3 and 3 of 3 right
     assert binomial.per_seed == pytest.approx([_two_sided_binomial(2, 3), _two_sided_binomial(3, 3)], abs=1e-12)
     assert binomial.expected == pytest.approx(0.05 / 2) and binomial.every_seed
-    # positions >= n = 1: per prompt (1 + 1)/2 − (0 + 0)/2 = 1 and 1 − 1/2; their mean 0.75
-    assert partner.per_seed == pytest.approx([0.75, 0.75])
+    # conjunctions, positions >= n = 1: model 1, 1-NN 1/4, elimination 1: fraction 1 for both seeds; parity, last
+    # position of the three chance queries: GF(2) elimination 1, the model 2/3 and 1: fractions 1/3 and 1
+    assert contrast.per_seed == pytest.approx([1 - 1 / 3, 0.0]) and contrast.expected == 0.5
 
 
 def test_teaching_checks_use_the_positions_after_each_teaching_sequence():
