@@ -31,13 +31,17 @@ Claims (``CLAIMS``), each checked per training seed (95 % interval of the mean o
   (Transformer − 1-NN)/(elimination − 1-NN) ≥ 1/2 (the contrast "closer to A than to B", fixed before running; the
   paper states no band), all three on the same test prompts.
 * ``parity-at-chance`` (abstract (a), Table 1): Transformers stay at chance on parities, which GF(2) elimination
-  learns from the same context, while the same model and budget learns conjunctions.  Checks: a two-sided binomial
-  test of the model's correct answers at the last position (one query per prompt, so the answers are independent
-  Bernoulli trials under chance; queries that repeat an earlier point or are all −1, whose label a context-only rule
-  can know, are left out) against 1/2, passing when p ≥ 0.05/K in every one of the K seeds (Bonferroni, so that a
-  model at chance fails it with probability ≤ 5 %); paired with the positive partner, the conjunction model above
-  1-NN over positions ≥ n by 3 standard errors (Table 1's contrast).  An untrained model is at chance too, so the
-  partner is what makes it fail the claim.
+  learns from the same context, while the same model and budget nearly matches elimination on conjunctions.  Checks:
+  a two-sided binomial test of the model's correct answers at the last position (one query per prompt, so the
+  answers are independent Bernoulli trials under chance; queries that repeat an earlier point or are all −1, whose
+  label a context-only rule can know, are left out) against 1/2, passing when p ≥ 0.05/K in every one of the K seeds
+  (Bonferroni, so that a model at chance fails it with probability ≤ 5 %); and the contrast, per seed, of the two
+  classes trained alike: the conjunction fraction above minus the parity fraction (Transformer − 1/2)/(GF(2)
+  elimination − 1/2) at the last position on the same queries (1/2 is what every rule short of the optimal one
+  reaches there, 3-NN included), at least 1/2 (fixed before running, issue 39).  A model that learns both classes
+  fails the contrast (about 0), and so does one that learns neither: the untrained model, at chance on parities
+  (binomial p = 0.39-0.54 on quick's seeds), fails it by its conjunction fraction.  Until issue 39 the partner was
+  "the conjunction model above 1-NN by 3 standard errors", which leaves the contrast implicit.
 * ``teaching-sample-efficient`` (abstract (b), the authors' ``TeachBiConjunction``): a Transformer trained on
   prompts that start with a teaching sequence is nearly exact right after it, sooner than any learner without one
   can be.  Checks: on teaching prompts, over the positions after each prompt's teaching sequence (k + 2 examples for
@@ -63,6 +67,16 @@ enough that a small model learns them in context: an earlier version of this rep
 20 s.e. above chance, a small-class effect the paper's size excludes; GF(2) elimination is exact at the last of 40
 positions, 0.9999).  The model: a GPT of 2 layers × 32 wide (2 heads), Adam lr 3e-3 with 10 % warm-up and cosine
 decay, batch 64, 1500 steps for every class (one budget, so that the contrasts are at equal training).
+
+Long scale (issue 39): quick's sizes, schedule and budget with the paper's model shrunk less, 3 layers × 64 wide (2
+heads of width 32, the paper's 256/8), over 3 seeds.  At 2 × 32 the conjunction and disjunction models stay on a
+plateau (training loss 0.43) that an earlier version left only on some seeds with twice the steps; the 3 × 64 model
+leaves it within quick's 1500 steps (dev pilot, seed 900, not a verdict: loss 0.28; fractions 0.54 on conjunctions,
+0.91 on disjunctions).  It costs 0.064 CPU s a step on the classes at N = 24 and 0.098 on parities at N = 40
+(measured with one thread), 23 CPU minutes for the 3 seeds.  The paper's learning rate (1e-4, constant, over
+15 000 steps) is not kept: the budget is a tenth of the paper's, and quick's rate and schedule are kept so that the
+two scales differ in the model alone.  Seeds 0-2, the gallery's block, are the first run at this setting and serve
+as its verdict block.
 
 Measured at the quick scale, seeds 0–2 (10.0 CPU minutes; 31.6 min wall on the shared machine at load ≈ 6-10) and
 100–102 (9.6 CPU minutes), the same verdicts:

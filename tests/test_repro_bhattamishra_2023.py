@@ -187,3 +187,10 @@ def test_full_scale_is_the_authors_readme_command_and_args_defaults():
     assert configs["conjunction-teaching"].task_params["plant_probability"] == 0.4
     assert all(config.lr_schedule == "constant" and config.warmup_steps == 0 for config in configs.values())
     assert isinstance(full, Settings)
+
+
+def test_long_scale_is_quick_with_the_larger_model():
+    quick, long = SCALES["quick"], SCALES["long"]
+    assert (long.n_layer, long.n_embd, long.n_embd // long.n_head) == (3, 64, 32)  # the paper's head width 256/8
+    assert dataclasses.replace(long, n_layer=quick.n_layer, n_embd=quick.n_embd, n_head=quick.n_head) == quick
+    assert bhattamishra_2023.REPRODUCTION.seeds == {"long": 3}
