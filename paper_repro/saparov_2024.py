@@ -28,16 +28,21 @@ current vertex's children (a closed form per prompt: useful children / children;
 graphs draw more paths).
 
 * ``learns-to-search`` (abstract: "when given the right training distribution, the transformer is able to learn to
-  search"): at the smallest size the accuracy is above chance c by 3 binomial s.e. — the contrast is the chance
-  level, fixed before running.
+  search"): at the smallest size, on the prompts of lookahead ℓ ≥ 2 — those a one-step rule cannot answer (ℓ = 0 is
+  a single child, ℓ = 1 the goal among the children) — the skill is at least ½: half the way from a uniform child
+  guess (0, where a model that does not search sits) to the exact answer (1, as path merging gives within its 2^L
+  hops and as the paper reports on small graphs).  Fixed before running; the earlier criterion, overall accuracy
+  above chance by 3 s.e., was met by models answering ℓ = 2-4 at 0.05-0.28, which do not search (issue 39).
 * ``harder-as-graphs-grow`` (abstract, scaling experiments: "as the input graph size increases, the transformer
   has greater difficulty in learning the task"): per seed, the skill at each size minus that at the next smaller
   one is ≤ 0 by 3 s.e. of such a difference (independent test sets, each s.e. the binomial one over 1 − c), paired
-  with the learning at the smallest size (a model that learns nothing falls by nothing).
+  with the learning at the smallest size (the learns-to-search check: a model that learns nothing falls by nothing).
 * ``more-parameters-do-not-help`` (abstract: "this difficulty is not resolved even as the number of parameters is
   increased"; their hidden-dimension and layer sweeps at input size 98): each larger model's skill at the sweep's
   size stays below the base model's skill at the smallest size by 3 s.e. — the difficulty of the larger graph
-  remains with more parameters.
+  remains with more parameters — and the comparison counts only between converged models: the base model at the
+  smallest size and each larger model must each have a training loss that fell by at most 5 % over the last fifth
+  of its steps (``icl_sim.convergence``, fixed before running), else an under-trained larger model would pass.
 
 * ``path-merging`` (Fig. 4, Sec. 4: the model computes, for the vertices, the sets reachable from them and each
   layer merges them, so L layers reach 2^L hops): probed on the trained model, not on a reference algorithm.  At
@@ -74,6 +79,17 @@ after 400 steps: 0.58-0.69 / 1.13-1.28 / 1.74-1.83 at n = 5 / 7 / 9).  Every cla
 numbers (``CLAIMS``' reasons); the untrained control fails each.  The quick run takes 832 s of CPU (user + sys, one
 thread; 39 min of wall time on the shared 2-core machine at load ≈ 9), the 4-layer run about 40 % of it: over the
 10-minute budget.
+
+Issue 39 (the referee: overall accuracy above chance was met by models that do not search, and a larger model
+compared while under-trained): learns-to-search now asks for skill ≥ ½ on the lookahead ≥ 2 prompts, and
+more-parameters-do-not-help for both models converged (both fixed before any run under them).  Re-measured on the
+quick gallery block's trained models (seeds 0-2, unchanged): lookahead-2 skill at n = 5 −0.461 / −0.438 / −0.553
+(CI [−0.636, −0.332]); base n = 5 loss fall over the last fifth 0.081 / 0.047 / 0.035, 4-layer n = 9 0.051 / 0.010 /
+0.001; the untrained control fails all four claims by finite values (lookahead-2 skill −0.71 / −0.57 / −0.60; the
+4-layer − base skill +0.46 / +0.22 / +0.28; its convergence checks are NaN: no training).  No long scale: a dev
+pilot (seed 901, not a verdict; 410 CPU s) trained the n = 5 base model on to 8,000 steps and found the search
+still unlearned and slowing (``PILOT``), so an hour of CPU does not decide even learns-to-search with room to spare,
+and no claim is decided below full.
 """
 from __future__ import annotations
 
@@ -84,6 +100,7 @@ import torch
 
 from icl_sim.checks import Check, claim_check, exact, monte_carlo
 from icl_sim.config import TrainConfig
+from icl_sim.convergence import TOLERANCE, loss_decrease
 from icl_sim.evaluation import METRICS
 from icl_sim.latent_probes import fit_linear_probe
 from icl_sim.plots import Curve, Panel, seed_curve
@@ -99,34 +116,50 @@ SCALING = "Saparov et al. 2024, scaling experiments (scaling_experiments/, findi
 HIDDEN_DIM = 16
 #: margin of every one-sided claim, in standard errors
 SIGMAS = 3.0
+#: the smallest lookahead a one-step rule cannot answer: ℓ = 0 is a single child, ℓ = 1 the goal among the children
+SEARCH_LOOKAHEAD = 2
+#: the least skill (a − c)/(1 − c) on the prompts of lookahead ≥ ``SEARCH_LOOKAHEAD`` that counts as search: half
+#: the way from a uniform child guess (0, where a model that does not search sits) to the exact answer (1, path
+#: merging within its 2^L hops), fixed before running
+SEARCH_SKILL = 0.5
 #: the reachable-set probes' ridge, relative to the mean feature variance (``fit_linear_probe``)
 PROBE_RIDGE = 1e-3
 #: path merging's prediction for layer 2 over layer 1: it adds the vertices 3..4 hops away (2¹ < d ≤ 2²)
 MERGED_BAND = (3, 4)
 
+PILOT = ("a dev pilot (seed 901, not a verdict) of the n = 5 base model trained on to 8,000 steps at quick's lr 1e-3 "
+         "and batch 128 (0.045 CPU s a step): lookahead-2 accuracy 0.36 / 0.49 / 0.52 / 0.55 / 0.56 over steps 0-1.5k "
+         "/ -3k / -4.5k / -6k / -8k against chance 0.50 (skill ≈ 0.1 of the 0.5 required), its loss 0.24 still "
+         "falling 7.5 % over the last fifth; at that decelerating rise skill 0.5 is ≥ 21,000 steps a seed away, "
+         "3 seeds × 21,000 × 0.045 s ≈ 47 CPU min for n = 5 alone")
 CLAIMS = (
-    Claim("learns-to-search", "Trained on the balanced distribution, the transformer learns to search: its next "
-          "vertex leads to the goal above chance on the smallest graphs", ABSTRACT,
-          decided_at="full", reason="quick (seeds 0-2, n = 5): accuracy 0.695 / 0.681 / 0.664 against chance 0.626, "
-          "each seed above chance + 3 s.e. (0.648) but the 95 % CI of the mean [0.640, 0.719] is not; lookahead 0-1 "
-          "are learned (0.87-0.91), lookahead 2 is not (0.22-0.28): 400 steps are a 2,500th of their budget"),
+    Claim("learns-to-search", "Trained on the balanced distribution, the transformer learns to search: on the smallest "
+          "graphs its next vertex leads to the goal well above chance where a one-step rule cannot answer "
+          "(lookahead ≥ 2)", ABSTRACT,
+          decided_at="full", reason=f"quick (seeds 0-2, 400 steps): skill on lookahead 2 at n = 5 −0.46 / −0.44 / "
+          f"−0.55 (accuracy 0.22-0.28, chance 0.50): a one-step rule; {PILOT}, if the rise does not flatten, with "
+          "no room left in the hour for the sizes the other claims pair with it; their budget is 1,024,000 steps"),
     Claim("harder-as-graphs-grow", "With the same training budget the transformer's skill falls as the input graph "
           "grows", f"{ABSTRACT}; {SCALING}",
-          decided_at="full", reason="quick (seeds 0-2): skill 0.144 / −0.105 / −0.304 at n = 5 / 7 / 9, falls of −0.249 "
-          "(CI [−0.391, −0.106], held) and −0.200 (CI [−0.392, −0.007], not by the 0.069 margin), and the learning "
-          "at n = 5 it is paired with is not shown (see learns-to-search); below n = 5 nothing is learned"),
+          decided_at="full", reason="the fall is read once the smallest size is learned (the learns-to-search "
+          "check), which an hour cannot show with n = 5 alone (see learns-to-search), let alone n = 5, 7, 9 at one "
+          "budget; quick (seeds 0-2): skill 0.144 / −0.105 / −0.304 at n = 5 / 7 / 9, falls −0.249 (CI [−0.391, "
+          "−0.106]) and −0.200 (CI [−0.392, −0.007]) between models none of which searches"),
     Claim("path-merging", "The trained transformer merges reachable sets layer by layer (Fig. 4): the second "
           "layer's final state holds the vertices 3-4 hops from the goal that the first layer's does not",
           "Saparov et al. 2024, Fig. 4 and Sec. 4 (exponential path merging: L layers reach 2^L hops)",
-          decided_at="full", reason="quick (seeds 0-2, n = 9): J(layer 2) − J(layer 1) on the vertices 3-4 hops from the "
-          "goal is −0.113 / −0.120 / −0.175 (CI [−0.221, −0.052]): the quick models answer lookahead 2-4 below "
-          "chance (0.05-0.14), so they have no merged sets to find; the claim is about models that search"),
+          decided_at="full", reason="quick (seeds 0-2, n = 9): J(layer 2) − J(layer 1) on the vertices 3-4 hops from "
+          "the goal is −0.113 / −0.120 / −0.175 (CI [−0.221, −0.052]): the quick models answer lookahead 2-4 below "
+          f"chance (0.05-0.14), so they have no merged sets to find; {PILOT}: not even n = 5 searches within an "
+          "hour, and the probe needs n ≥ 9 for 3-4-hop vertices"),
     Claim("more-parameters-do-not-help", "More parameters (width or depth) do not remove the difficulty: at the "
-          "sweep's size the larger models stay below the skill reached on the smallest graphs",
+          "sweep's size the converged larger models stay below the skill reached on the smallest graphs",
           f"{ABSTRACT}; {SCALING}, hidden-dimension and layer sweeps",
-          decided_at="full", reason="quick (seeds 0-2): the 4-layer model at n = 9 has skill −0.571 / −0.476 / −0.789, "
-          "below the base model's at n = 5 by −0.756 (CI [−1.087, −0.424]), but at 400 steps it is below chance and "
-          "below the 2-layer model (−0.304): under-trained, not a plateau that more parameters fail to raise"),
+          decided_at="full", reason="a large-graph claim (their sweeps at n = 31: hidden 64-1024, 6-20 layers; the "
+          "full rehearsal projects 133 H200 hours) that counts only between converged models; quick (seeds 0-2): "
+          "the 4-layer model at n = 9 sits at loss 1.95-2.19 above the 2-layer's 1.74-1.83 and skill −0.571 / −0.476 / "
+          "−0.789, below chance: under-trained, while the base model at n = 5 still falls 8.1 / 4.7 / 3.5 % over its "
+          "last fifth (the pilot's at 8,000 steps 7.5 %): an hour converges neither"),
 )
 
 
@@ -205,6 +238,14 @@ def model_correct(model, prompt) -> torch.Tensor:
     return next_vertex_correct(logits, prompt)
 
 
+def search_skill(correct: torch.Tensor, chances: torch.Tensor, lookahead: torch.Tensor) -> float:
+    """The skill (a − c)/(1 − c) on the prompts of lookahead ≥ ``SEARCH_LOOKAHEAD``, those a one-step rule cannot
+    answer: ``correct`` 1/0 per prompt, ``chances`` the per-prompt chance level (``chance_level``)."""
+    deep = lookahead >= SEARCH_LOOKAHEAD
+    chance = float(chances[deep].mean())
+    return (float(correct[deep].mean()) - chance) / (1 - chance)
+
+
 def measure(measurement) -> dict:
     settings: Settings = measurement.settings
     rows, prompts = [], {}
@@ -212,17 +253,21 @@ def measure(measurement) -> dict:
         prompts[n] = measurement.prompts(settings.task(n), "test", settings.test_prompts, index=index)
     for name, (n, layers, hidden) in settings.models().items():
         test = prompts[n]
-        chance = float(chance_level(test).mean())
+        chances = chance_level(test)
+        chance = float(chances.mean())
         lookahead = test.latent["lookahead"]
         for seed, model in enumerate(measurement.models[name]):
             correct = model_correct(model, test)
             accuracy = float(correct.mean())
             error = math.sqrt(accuracy * (1 - accuracy) / correct.numel())
             history = measurement.histories[name][seed]
+            fall = loss_decrease(history)
             rows.append({"run": name, "vertices": n, "layers": layers, "hidden": hidden, "seed": seed,
                          "parameters": sum(p.numel() for p in model.parameters()),
                          "accuracy": accuracy, "standard_error": error, "chance": chance,
                          "skill": (accuracy - chance) / (1 - chance), "skill_error": error / (1 - chance),
+                         "search_skill": search_skill(correct, chances, lookahead),
+                         "loss_fall": math.nan if fall is None else fall,
                          "loss": [record["loss"] for record in history if "loss" in record],
                          "loss_steps": [record["step"] for record in history if "loss" in record],
                          **{f"lookahead {value}": float(correct[lookahead == value].mean())
@@ -344,14 +389,14 @@ def checks(results: dict, settings: Settings) -> list[Check]:
                    source="every prompt's label set is the children from which the goal is reachable")]
     smallest, sizes = f"n-{settings.vertex_counts[0]}", [f"n-{n}" for n in settings.vertex_counts]
     learned = claim_check(
-        "learns-to-search", f"trained accuracy at {smallest} above chance (a uniform child) by {SIGMAS:g} s.e.",
-        seed_mean(results, smallest, "chance"), per_seed(results, smallest, "accuracy"), relation="at_least",
-        tolerance=SIGMAS * seed_mean(results, smallest, "standard_error"),
+        "learns-to-search", f"skill (a − c)/(1 − c) at {smallest} on the prompts of lookahead ≥ {SEARCH_LOOKAHEAD} "
+        f"(a one-step rule is at chance there), at least {SEARCH_SKILL:g}", SEARCH_SKILL,
+        per_seed(results, smallest, "search_skill"), relation="at_least",
         source=f"{ABSTRACT}: given the right (balanced) distribution the transformer learns to search")
     found.append(learned)
     found.append(claim_check(
         "harder-as-graphs-grow", learned.quantity, learned.expected, learned.per_seed, relation="at_least",
-        tolerance=learned.tolerance, source=f"{ABSTRACT}: the fall is read once the smallest size is learned"))
+        source=f"{ABSTRACT}: the fall is read once the smallest size is learned"))
     for smaller, larger in zip(sizes, sizes[1:]):
         found.append(skill_fall("harder-as-graphs-grow", results, smaller, larger,
                                 f"{SCALING}: greater difficulty as the input graph grows"))
@@ -367,7 +412,14 @@ def checks(results: dict, settings: Settings) -> list[Check]:
                              source="Saparov et al. 2024, Fig. 4: each layer doubles the hops its reachable sets "
                                     "span"))
     base = per_seed(results, smallest, "skill")
-    for run in [name for name in settings.models() if name not in sizes]:
+    larger = [name for name in settings.models() if name not in sizes]
+    for run in [smallest, *larger]:
+        found.append(claim_check("more-parameters-do-not-help", f"training loss of {run}: relative fall over the "
+                                 f"last fifth of its steps, at most {TOLERANCE:g} (converged)", TOLERANCE,
+                                 per_seed(results, run, "loss_fall"), relation="at_most",
+                                 source="icl_sim.convergence, fixed before running: a comparison of skills counts "
+                                        "only between models that have stopped learning"))
+    for run in larger:
         margin = SIGMAS * math.hypot(seed_mean(results, run, "skill_error"),
                                      seed_mean(results, smallest, "skill_error"))
         changes = [big - small for small, big in zip(base, per_seed(results, run, "skill"))]

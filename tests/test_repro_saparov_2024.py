@@ -8,7 +8,9 @@
   estimate (as their train.py runs it) a step is −lr · sign(m) after decoupled weight decay;
 * the cross-entropy against a label set is the mean of torch's cross-entropy over the set's labels, and the
   arg-max metric is numpy's;
-* the reproduction's chance level is the mean of useful / children, counted with networkx.
+* the reproduction's chance level is the mean of useful / children, counted with networkx; the search skill
+  (learns-to-search's measure, on the prompts of lookahead ≥ 2) is 1 for the exact answer and 0, within its
+  binomial error, for a uniform child guess, a rule that takes one step and does not search.
 """
 from __future__ import annotations
 
@@ -20,8 +22,9 @@ from torch.nn import functional as F
 
 from icl_sim.evaluation import METRICS
 from icl_sim.optimizers import SophiaG
-from icl_sim.paper_repro.saparov_2024 import (SCALES, band_skill, bfs_logits, chance_level, distances_to_goal,
-                                              next_vertex_correct, reach_probe, runs)
+from icl_sim.paper_repro.saparov_2024 import (SCALES, SEARCH_LOOKAHEAD, band_skill, bfs_logits, chance_level,
+                                              distances_to_goal, next_vertex_correct, oracle_rate, reach_probe, runs,
+                                              search_skill)
 from icl_sim.seeding import make_generator
 from icl_sim.tasks.graph_search import GraphSearch
 from icl_sim.training import cross_entropy_loss
@@ -134,6 +137,19 @@ def test_chance_level_and_the_exact_answer_against_networkx():
         reference = [dict(to_goal).get(w, -1) if w in graph or w == goal else -1 for w in range(8)]
         assert distances[b].tolist() == reference
     assert bool(next_vertex_correct(bfs_logits(prompt), prompt).eq(1).all())
+
+
+def test_search_skill_is_one_for_the_exact_answer_and_zero_for_a_uniform_child():
+    task = GraphSearch(vertices=9)
+    prompt = task.sample(3000, make_generator(4, "eval"), dtype=torch.float64)
+    chances, lookahead = chance_level(prompt), prompt.latent["lookahead"]
+    exact = next_vertex_correct(bfs_logits(prompt), prompt)
+    assert search_skill(exact, chances, lookahead) == pytest.approx(1.0, abs=1e-12)
+    guess = oracle_rate(prompt)
+    deep = lookahead >= SEARCH_LOOKAHEAD
+    chance = float(chances[deep].mean())
+    error = float(guess[deep].std()) / deep.sum().item() ** 0.5 / (1 - chance)
+    assert abs(search_skill(guess, chances, lookahead)) <= 4 * error
 
 
 def test_quick_runs_train_the_authors_model_family_with_their_optimiser():
