@@ -60,7 +60,8 @@ class Curriculum:
 
 def _field(default, help: str, **metadata):
     """A TrainConfig field: default, help, and optionally ``minimum`` (``strict``), ``choices``, ``metavar``,
-    ``default_text`` (what --help says the default is, where it is not the field's), ``added`` (see above)."""
+    ``default_text`` (what --help says the default is, where it is not the field's), ``added`` (see above), ``cli``
+    (False: recorded by icl-sim itself, not an option of ``icl-sim train``)."""
     return field(default=default, metadata={"help": help, **metadata})
 
 
@@ -129,11 +130,16 @@ class TrainConfig:
     init_from: str = _field("", "a new run from the trained weights of this run directory (its model and task "
                             "shapes), with a fresh optimiser and schedule; recorded in config.json", metavar="RUN_DIR",
                             default_text="none: initialised from the seed", added="2026-12-02")
+    unverified_edit: str = _field("", "when `train --resume --force-unverified` accepted this config.json though it "
+                                  "was edited after the run wrote it (empty: never)", added="2026-12-05", cli=False)
 
     def __post_init__(self):
         hints = typing.get_type_hints(type(self))
         for spec in dataclasses.fields(self):
             value, metadata = getattr(self, spec.name), spec.metadata
+            if hints[spec.name] is float and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)  # lr 1 and lr 1.0 are one run: one JSON, one hash
+                object.__setattr__(self, spec.name, value)
             if "choices" in metadata:
                 check_choice(spec.name, value, metadata["choices"])
             elif "minimum" in metadata and hints[spec.name] is int:

@@ -36,6 +36,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from icl_sim.config import TrainConfig
 from icl_sim.distributed import current_world, launched_by_torchrun
 from icl_sim.locks import directory_lock
+from icl_sim.output_dirs import claim_output
 from icl_sim.models import InContextModel
 from icl_sim.progress import Progress
 from icl_sim.prompt import Prompt
@@ -46,7 +47,8 @@ from icl_sim.training import (RunLog, autocast_context, clip_matrix_norms_, init
 
 #: TrainConfig fields that may differ between the runs of an ensemble; all others must be equal
 PER_RUN_FIELDS = ("task_params", "seed", "lr", "optimizer", "betas", "adam_eps", "weight_decay", "momentum",
-                  "lr_schedule", "warmup_steps", "grad_clip", "log_every", "checkpoint_every", "checkpoint_minutes")
+                  "lr_schedule", "warmup_steps", "grad_clip", "log_every", "checkpoint_every", "checkpoint_minutes",
+                  "unverified_edit")
 #: the fields that decide a run's optimiser and learning-rate schedule: runs equal in them share one optimiser
 OPTIMISER_FIELDS = ("optimizer", "lr", "betas", "adam_eps", "weight_decay", "momentum", "lr_schedule",
                     "warmup_steps")
@@ -162,6 +164,7 @@ def train_ensemble(configs: Sequence[TrainConfig], run_dirs: Sequence, *, resume
     with contextlib.ExitStack() as locks:
         for run_dir in run_dirs:
             locks.enter_context(directory_lock(run_dir))
+            claim_output(run_dir, "run")
         return _train_locked(configs, run_dirs, resume, progress, log_extra)
 
 

@@ -19,8 +19,24 @@ else:  # Python 3.10: the same parser, as a package
     import tomli as tomllib
 
 
+#: bounds no real settings file approaches, checked before anything is built from one: the values it holds once its
+#: YAML aliases are expanded (a "billion laughs" file holds 10⁹ in a few lines) and how deep its values nest
+MAX_VALUES, MAX_DEPTH = 100_000, 32
+
+
+class TooLarge(ValueError):
+    """A settings file beyond MAX_VALUES or MAX_DEPTH."""
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing a key that occurs twice in one mapping."""
+    """PyYAML's safe loader, refusing a key that occurs twice in one mapping, and a document whose aliases
+    expand beyond MAX_VALUES values or MAX_DEPTH levels (counted on the composed nodes, before any is built)."""
+
+    def construct_document(self, node):
+        _check_bounds(node, lambda node: [child for pair in node.value for child in pair]
+                      if isinstance(node, yaml.MappingNode) else node.value
+                      if isinstance(node, yaml.SequenceNode) else [])
+        return super().construct_document(node)
 
     def construct_mapping(self, node, deep=False):
         self.flatten_mapping(node)  # merge keys (<<) first, as the safe loader does
@@ -73,6 +89,37 @@ def read_settings_file(path, what: str, suffixes=tuple(PARSERS)) -> Any:
     except UnicodeDecodeError:
         raise ValueError(f"{what} {str(path)!r} is not UTF-8 text (a binary file?)") from None
     try:
-        return PARSERS[suffix](text)
-    except (yaml.YAMLError, json.JSONDecodeError, tomllib.TOMLDecodeError, DuplicateKey) as error:
+        data = PARSERS[suffix](text)
+        _check_bounds(data, lambda value: list(value.keys()) + list(value.values()) if isinstance(value, dict)
+                      else value if isinstance(value, list) else [])
+    except RecursionError:  # the JSON parser's, on nesting thousands deep
+        raise ValueError(f"cannot parse {what} {str(path)!r}: it nests deeper than {MAX_DEPTH} levels") from None
+    except (yaml.YAMLError, json.JSONDecodeError, tomllib.TOMLDecodeError, DuplicateKey, TooLarge) as error:
         raise ValueError(f"cannot parse {what} {str(path)!r}: {' '.join(str(error).split())}") from None
+    return data
+
+
+def _check_bounds(root, children) -> None:
+    """Refuse ``root`` if it holds more than MAX_VALUES values, counting every reference to a shared value again
+    (as building it would), nests deeper than MAX_DEPTH, or contains itself; ``children(value)`` lists a value's
+    parts.  Iterative, and each shared value is counted once and then multiplied: fast on any input."""
+    sizes: dict[int, int] = {}
+    stack = [(root, 1, False)]
+    open_values: set[int] = set()
+    while stack:
+        value, depth, done = stack.pop()
+        if done:
+            open_values.discard(id(value))
+            sizes[id(value)] = 1 + sum(sizes[id(child)] for child in children(value))
+            if sizes[id(value)] > MAX_VALUES:
+                raise TooLarge(f"it holds more than {MAX_VALUES} values once its aliases are expanded")
+            continue
+        if depth > MAX_DEPTH:
+            raise TooLarge(f"it nests deeper than {MAX_DEPTH} levels")
+        if id(value) in open_values:
+            raise TooLarge("a value contains itself (a recursive alias)")
+        if id(value) in sizes:
+            continue
+        open_values.add(id(value))
+        stack.append((value, depth, True))
+        stack.extend((child, depth + 1, False) for child in children(value))

@@ -14,6 +14,7 @@ import json
 import os
 import pickle
 import shutil
+import time
 import warnings
 from pathlib import Path
 
@@ -50,9 +51,10 @@ def save_config(run_dir, config: TrainConfig) -> None:
     write_text(run_dir / CONFIG_FILE, text)
 
 
-def load_config(run_dir) -> TrainConfig:
+def load_config(run_dir, *, verified: bool = True) -> TrainConfig:
     """The run's TrainConfig; every field present (but those added since it was saved), none unknown, every
-    value (task and model too) valid."""
+    value (task and model too) valid, and (``verified``) the file the one the run wrote: its sha256 recorded in
+    ``config.json.sha256``.  A config without that record cannot be told from a hand edit, so it is refused too."""
     path = Path(run_dir) / CONFIG_FILE
     if not path.is_file():
         raise ValueError(f"run directory {str(run_dir)!r} has no {CONFIG_FILE}: not an icl-sim run")
@@ -78,10 +80,21 @@ def load_config(run_dir) -> TrainConfig:
     except (TypeError, ValueError) as error:
         raise ValueError(f"{path}: {error}") from None
     recorded = _recorded_digests(run_dir, CONFIG_CHECKSUM_FILE)
-    if recorded and _sha256(path) not in recorded:  # runs saved before the checksum have none
-        raise ValueError(f"{path} was edited after the run wrote it (its sha256 is not the one recorded in "
-                         f"{CONFIG_CHECKSUM_FILE}): its model and data would no longer be the checkpoint's; restore "
-                         f"it as it was, or train a new run in a new --out")
+    if verified and _sha256(path) not in recorded:
+        problem = (f"was edited after the run wrote it (its sha256 is not the one recorded in {CONFIG_CHECKSUM_FILE})"
+                   if recorded else f"has no {CONFIG_CHECKSUM_FILE} beside it, so a hand edit cannot be ruled out")
+        raise ValueError(f"{path} {problem}: its model and data may no longer be the checkpoint's; restore it as it "
+                         f"was, train a new run in a new --out, or, if you edited it on purpose, accept it with "
+                         f"`icl-sim train --resume --force-unverified --out {run_dir}`")
+    return config
+
+
+def accept_unverified_config(run_dir) -> TrainConfig:
+    """Accept the run's ``config.json`` as it is now, edited or without its checksum (``--force-unverified``): its
+    settings still valid, it is saved again with the time of acceptance in ``unverified_edit`` and a new sha256."""
+    config = dataclasses.replace(load_config(run_dir, verified=False),
+                                 unverified_edit=time.strftime("%Y-%m-%d %H:%M:%S"))
+    save_config(run_dir, config)
     return config
 
 
@@ -135,6 +148,9 @@ def load_checkpoint(run_dir, device="cpu") -> dict:
         if not isinstance(state[key], kind) or (kind is int and isinstance(state[key], bool)):
             shown = repr(state[key]) if isinstance(state[key], (int, float, str)) else type(state[key]).__name__
             raise ValueError(f"{path} is not an icl-sim checkpoint: its {key!r} is {shown}, not {kind.__name__}")
+    for key in ("step", "window_steps"):
+        if state[key] < 0:
+            raise ValueError(f"{path} is not an icl-sim checkpoint: its {key!r} is {state[key]}, below 0")
     return state
 
 
@@ -186,6 +202,18 @@ def load_run(run_dir, device="cpu") -> InContextModel:
 def read_metrics(run_dir) -> list[dict]:
     """The records of ``metrics.jsonl``, oldest first (see :func:`_metric_lines`)."""
     return [record for _, record in _metric_lines(run_dir)]
+
+
+def check_metrics_history(run_dir, step: int, log_every: int) -> None:
+    """Refuse a run whose ``metrics.jsonl`` lacks a record its checkpoint at ``step`` has logged (every multiple of
+    ``log_every`` up to ``step``): resumed, it would continue a history with a gap."""
+    logged = {record["step"] for record in read_metrics(run_dir)}
+    missing = next((due for due in range(log_every, step + 1, log_every) if due not in logged), None)
+    if missing is not None:
+        path = Path(run_dir) / METRICS_FILE
+        problem = "is missing" if not path.is_file() else f"lacks the record of step {missing}"
+        raise ValueError(f"{path} {problem}, though the checkpoint has trained {step} steps: the run's history has a "
+                         f"gap from step {missing}; restore {METRICS_FILE} as it was, or retrain in a new --out")
 
 
 def truncate_metrics(run_dir, step: int) -> None:

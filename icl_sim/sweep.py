@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import itertools
 import json
+import math
 import os
 import sys
 import time
@@ -34,6 +35,7 @@ from icl_sim.evaluation import write_table
 from icl_sim.executors import Executor
 from icl_sim.failures import RunFailed
 from icl_sim.locks import directory_lock, lock_holder
+from icl_sim.output_dirs import claim_output
 from icl_sim.mapping_files import read_settings_file
 from icl_sim.models import InContextModel
 from icl_sim.plots import Curve, Panel, draw_figure
@@ -54,9 +56,15 @@ class SweepFailed(RunFailed):
     """Some runs' jobs ended before their runs did."""
 
 
-def read_spec(path) -> dict[str, Any]:
+#: the most runs a grid may expand to unless ``--max-runs`` allows more: a typo (a range of 10⁶ seeds) is refused
+#: before minutes of expansion, not found out after
+MAX_RUNS = 10_000
+
+
+def read_spec(path, max_runs: int = MAX_RUNS) -> dict[str, Any]:
     """The ``base`` and ``grid`` of a YAML or JSON sweep spec, checked for shape: a key given twice or a value
-    listed twice in one grid entry is an error (either would run other runs than the spec seems to ask for)."""
+    listed twice in one grid entry is an error (either would run other runs than the spec seems to ask for), and
+    so is a grid of more than ``max_runs`` runs."""
     spec = read_settings_file(path, "sweep spec", (".yaml", ".yml", ".json"))
     where = f"sweep spec {str(path)!r}"
     if not isinstance(spec, Mapping) or set(spec) - {"base", "grid"}:
@@ -71,16 +79,26 @@ def read_spec(path) -> dict[str, Any]:
         repeated = next((value for value, text in zip(values, listed) if listed.count(text) > 1), None)
         if repeated is not None:
             raise ValueError(f"{where}: grid {key!r} lists {repeated!r} twice")
+    count = math.prod(len(values) for values in grid.values())
+    if count > max_runs:
+        raise ValueError(f"{where}: its grid has {count} runs, more than --max-runs {max_runs}; pass a larger "
+                         f"--max-runs if you mean it")
     return {"base": dict(base), "grid": dict(grid)}
 
 
 def expand_grid(spec: Mapping[str, Any]) -> list[tuple[dict[str, Any], TrainConfig]]:
-    """(swept values, resolved TrainConfig) for every combination of the grid, in the grid's order."""
+    """(swept values, resolved TrainConfig) for every combination of the grid, in the grid's order; two
+    combinations that resolve to one run (``lr: [1, 1.0]``) are an error, as that run would train twice."""
     grid = spec["grid"]
-    runs = []
+    runs, seen = [], {}
     for combination in itertools.product(*grid.values()):
         values = dict(zip(grid, combination))
-        runs.append((values, resolved_config({**spec["base"]}, values)))
+        config = resolved_config({**spec["base"]}, values)
+        earlier = seen.setdefault(run_id(config), values)
+        if earlier is not values:
+            raise ValueError(f"sweep spec: grid values {earlier} and {values} give the same run; list each value "
+                             f"once")
+        runs.append((values, config))
     return runs
 
 
@@ -260,6 +278,7 @@ def run_sweep(spec: Mapping[str, Any], root, executor: Executor = Executor(), *,
     root = Path(root)
     expanded = expand_grid(spec)
     with directory_lock(root, "sweep root"):
+        claim_output(root, "sweep")
         _refuse_another_sweep(root, spec)
         runs = {run_id(config): (config, root / RUNS_FOLDER / run_id(config)) for _, config in expanded}
         write_text(root / SPEC_FILE, json.dumps({"spec": spec, "runs": [{"id": run_id(config), "values": values}

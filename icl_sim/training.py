@@ -27,13 +27,14 @@ from icl_sim.config import TrainConfig
 from icl_sim.distributed import World, current_world, parallel, process_group
 from icl_sim.failures import RunFailed, Terminated
 from icl_sim.locks import directory_lock
+from icl_sim.output_dirs import claim_output
 from icl_sim.models import InContextModel
 from icl_sim.optimizers import NormalizedGD, SophiaG
 from icl_sim.progress import Progress
 from icl_sim.prompt import Prompt
-from icl_sim.run_io import (CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, build_run_model, load_checkpoint, load_config,
-                            load_initial_weights, load_model_state, load_run, read_metrics, save_checkpoint,
-                            save_config, trained_steps, truncate_metrics)
+from icl_sim.run_io import (CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, build_run_model, check_metrics_history,
+                            load_checkpoint, load_config, load_initial_weights, load_model_state, load_run,
+                            save_checkpoint, save_config, trained_steps, truncate_metrics)
 from icl_sim.seeding import derive_seed, make_generator, seed_global_generators
 from icl_sim.tasks import Task, make_task
 
@@ -209,6 +210,7 @@ def train(config: TrainConfig, run_dir, *, resume: bool = False, progress: bool 
     with process_group(resolve_device(config.device)) as (device, world), \
             directory_lock(run_dir) if world.is_main else contextlib.nullcontext():
         world.shards(config.batch_shards)
+        claim_output(run_dir, "run")
         state = initial_state(config, run_dir, resume=resume, device=device)
         world.barrier()  # every rank has looked at the directory before rank 0 writes to it
         model, optimizer, scheduler = restored_run(config, run_dir, device, state)
@@ -290,8 +292,8 @@ def _resumable_state(config: TrainConfig, run_dir: Path, device: torch.device) -
         raise ValueError(f"--resume continues the run in {str(run_dir)!r}, whose {CONFIG_FILE} has another "
                          f"{changed[0]} ({saved[changed[0]]!r}); only --steps and --device may change")
     state = load_checkpoint(run_dir, device) if (run_dir / CHECKPOINT_FILE).is_file() else None
-    read_metrics(run_dir)  # a damaged metrics.jsonl is refused before anything is written
     done = state["step"] if state is not None else 0
+    check_metrics_history(run_dir, done, saved_config.log_every)  # refused before anything is written
     if config.steps < done:
         raise ValueError(f"--steps {config.steps} is fewer than the {done} steps {str(run_dir)!r} has trained; "
                          f"pass --steps above {done}")

@@ -30,6 +30,7 @@ from icl_sim.run_io import CHECKPOINT_FILE, CONFIG_FILE, load_config, trained_st
 from icl_sim.seeding import make_generator
 from icl_sim.executors import Executor
 from icl_sim.locks import directory_lock
+from icl_sim.output_dirs import claim_output
 from icl_sim.sweep import execute_runs
 from icl_sim.training import initial_model, resolve_device
 from icl_sim.validation import check_choice, check_int
@@ -152,6 +153,7 @@ def run_reproduction(reproduction: Reproduction, scale: str, out_dir, *, seeds: 
 def _run_locked(reproduction: Reproduction, scale: str, settings, out_dir: Path, block: range, control: str | None,
                 device, progress: bool, executor: Executor) -> list[Check]:
     """:func:`run_reproduction` once the lock of ``out_dir`` is held."""
+    claim_output(out_dir, "reproduction", name=reproduction.name, scale=scale)
     runs = seeded_runs(reproduction, settings, block, device)
     if control == "untrained":
         models = {key: initial_model(config, device).eval() for key, config in runs.items()}

@@ -7,15 +7,18 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 import torch
+from click.testing import CliRunner
 
 from test_training import tiny_config
 
 from icl_sim import atomic
+from icl_sim.cli import cli
 from icl_sim.config import ADDED_FIELDS, TrainConfig
 from icl_sim.run_io import (CHECKPOINT_FILE, CHECKSUM_FILE, CONFIG_CHECKSUM_FILE, CONFIG_FILE, METRICS_FILE, load_checkpoint, load_config,
                             load_run, read_metrics, save_checkpoint)
@@ -104,6 +107,30 @@ def test_an_edit_the_checksum_does_not_record_is_refused(run, changes):
         one_line_error(call, str(path), "was edited", CONFIG_CHECKSUM_FILE)
 
 
+def test_a_config_without_its_checksum_is_refused_until_accepted_on_purpose(run):
+    """The audit's case: the checksum deleted and the learning rate edited.  Refused everywhere, until `train
+    --resume --force-unverified` accepts it, which records when in the config and continues at the edited rate."""
+    (run / CONFIG_CHECKSUM_FILE).unlink()
+    path = run / CONFIG_FILE
+    path.write_text(json.dumps({**json.loads(path.read_text()), "lr": 0.05}))
+    for call in (lambda: load_config(run), lambda: load_run(run),
+                 lambda: train(config(20), run, resume=True, progress=False)):
+        one_line_error(call, str(path), f"no {CONFIG_CHECKSUM_FILE}", "--force-unverified")
+    assert not (run / CONFIG_CHECKSUM_FILE).exists()  # nothing written by the refusals
+    result = CliRunner().invoke(cli, ["train", "--resume", "--force-unverified", "--steps", "20", "--out", str(run)])
+    assert result.exit_code == 0, result.output
+    accepted = load_config(run)
+    assert accepted.lr == 0.05 and accepted.steps == 20 and re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d",
+                                                                        accepted.unverified_edit)
+    assert [record["step"] for record in read_metrics(run)] == [5, 10, 15, 20]
+
+
+def test_force_unverified_needs_resume(run):
+    result = CliRunner().invoke(cli, ["train", "--force-unverified", "--out", str(run)])
+    assert result.exit_code == 2 and result.output == ("Error: --force-unverified accepts the edited config of a run to "
+                                                      "resume; pass it with --resume\n")
+
+
 def test_a_checkpoint_with_non_finite_weights_is_refused(run):
     state = torch.load(run / CHECKPOINT_FILE, weights_only=True)
     name = next(iter(state["model"]))
@@ -131,7 +158,7 @@ def test_a_config_saved_before_a_field_was_added_loads_with_its_default_and_keep
     run_dir = tmp_path / "old run"
     run_dir.mkdir()
     shutil.copy(SAVED_BEFORE_COMPILE_MODE, run_dir / CONFIG_FILE)
-    saved = load_config(run_dir)
+    saved = load_config(run_dir, verified=False)  # without its checksum: load_config alone refuses it (below)
     assert saved.compile_mode == "default" and "compile_mode" in ADDED_FIELDS
     assert saved.to_json() + "\n" == SAVED_BEFORE_COMPILE_MODE.read_text()  # save_config writes the same bytes
     assert run_id(saved) == hashlib.sha256(SAVED_BEFORE_COMPILE_MODE.read_text().strip().encode()).hexdigest()[:12]
@@ -242,6 +269,25 @@ def test_a_torn_last_metrics_line_is_dropped_and_does_not_block_resume(run, tmp_
     train(config(20), run, resume=True, progress=False)
     train(config(20), tmp_path / "straight", progress=False)
     assert path.read_bytes() == (tmp_path / "straight" / METRICS_FILE).read_bytes()
+
+
+@pytest.mark.parametrize("damage, missing", [
+    (lambda lines: [], 5),  # metrics.jsonl deleted
+    (lambda lines: lines[:1], 10),  # its checkpointed last record lost
+    (lambda lines: lines[1:], 5),  # an early record lost
+    (lambda lines: lines[:1] + ['{"step": 10, "lo'], 10),  # the checkpointed step's record torn
+])
+def test_a_gap_in_the_checkpointed_history_is_refused_on_resume(run, damage, missing):
+    path = run / METRICS_FILE
+    kept = damage(path.read_text().splitlines())
+    if kept:
+        path.write_text("".join(f"{line}\n" for line in kept))
+    else:
+        path.unlink()
+    before = path.read_bytes() if kept else None
+    one_line_error(lambda: train(config(20), run, resume=True, progress=False), str(path),
+                   f"gap from step {missing}", "trained 10 steps")
+    assert (path.read_bytes() if path.exists() else None) == before
 
 
 @pytest.mark.parametrize("bad_line", ['{"step": 5, "lo', '[1, 2]', '{"loss": 1.0}'])

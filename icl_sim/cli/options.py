@@ -51,7 +51,7 @@ def field_options(cls, choices: Mapping[str, Iterable[str]] | None = None):
 
     The option's value reaches the command under the field's name.  The field's ``metadata`` gives
     ``help``, ``minimum`` (``strict``) and ``choices`` (-> IntRange, FloatRange, Choice), ``metavar``,
-    ``option`` (another flag name) and ``default_text``; a bool field is a ``--x/--no-x`` flag, a
+    ``option`` (another flag name) and ``default_text``; a field with ``cli`` False has no option; a bool field is a ``--x/--no-x`` flag, a
     two-float tuple two numbers, a class with ``parse`` its text form, a mapping a repeatable
     ``KEY=VALUE``.  ``choices`` adds the choices known only above ``cls``'s layer (e.g. the models).
     """
@@ -81,7 +81,8 @@ def field_options(cls, choices: Mapping[str, Iterable[str]] | None = None):
 
     def decorate(command):
         for spec in reversed(dataclasses.fields(cls)):
-            command = field_option(spec)(command)
+            if spec.metadata.get("cli", True):
+                command = field_option(spec)(command)
         return command
 
     return decorate

@@ -42,16 +42,18 @@ def with_executor_options(command):
 @click.command("run")
 @click.argument("spec", type=click.Path(exists=True, dir_okay=False))
 @option("--out", "root", type=OutputDirectory(), help="sweep directory  [default: runs/SPEC's name]")
+@option("--max-runs", type=click.IntRange(min=1), default=10_000, show_default=True,  # icl_sim.sweep.MAX_RUNS
+        help="refuse a grid of more runs than this (a typo, not a plan)")
 @with_executor_options
 @loop_progress_option
-def sweep_run(spec, root, executor, progress):
+def sweep_run(spec, root, max_runs, executor, progress):
     """Train every run of grid SPEC (skipping finished runs, resuming interrupted ones); exit 1 if a job fails."""
     from icl_sim.reports import config_warnings
     from icl_sim.sweep import expand_grid, read_spec, run_sweep
 
     root = root or Path("runs") / Path(spec).stem
     threads = click.get_current_context().find_root().params.get("threads")
-    grid = read_spec(spec)
+    grid = read_spec(spec, max_runs)
     for warning in dict.fromkeys(text for _, config in expand_grid(grid) for text in config_warnings(config)):
         click.echo(f"Warning: {warning}", err=True)  # each once, however many runs it concerns
     try:

@@ -32,8 +32,12 @@ from icl_sim.validation import LARGEST_INT
 @option("--resume", is_flag=True,
         help="continue the run saved in --out (other options must not be given, except --steps to extend it and "
              "--device)")
+@option("--force-unverified", is_flag=True,
+        help="with --resume: accept a config.json edited after the run wrote it (or without its checksum), "
+             "recorded in it as unverified_edit")
 @loop_progress_option
-def train_command(run_dir, resume, progress, config_file, dim, points, layers, loops, loop_window, **fields):
+def train_command(run_dir, resume, force_unverified, progress, config_file, dim, points, layers, loops, loop_window,
+                  **fields):
     """Train a model on a task; writes config.json, checkpoint.pt and metrics.jsonl to --out.
 
     Settings, lowest precedence first: the defaults, --config's file, the options given here
@@ -41,20 +45,29 @@ def train_command(run_dir, resume, progress, config_file, dim, points, layers, l
     --layers, --loops and --loop-window.  Setting one parameter twice (e.g. by --dim and by
     --task-param dim=...) is an error.  See icl_sim.reports.train_config.
     """
+    from icl_sim.locks import directory_lock
     from icl_sim.reports import config_warnings, train_config
-    from icl_sim.run_io import CHECKPOINT_FILE, load_config
+    from icl_sim.run_io import CHECKPOINT_FILE, accept_unverified_config, load_config
     from icl_sim.training import train
 
     ctx = click.get_current_context()
-    given = [name for name in ctx.params if name not in ("run_dir", "resume", "progress")
+    given = [name for name in ctx.params if name not in ("run_dir", "resume", "force_unverified", "progress")
              and ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT]
+    if force_unverified and not resume:
+        raise ValueError("--force-unverified accepts the edited config of a run to resume; pass it with --resume")
     if resume:
         forbidden = sorted(set(given) - {"steps", "device"})
         if forbidden:
             flag = next(param.opts[0] for param in ctx.command.params if param.name == forbidden[0])
             raise ValueError(f"--resume continues the saved config; do not pass {flag} (to change it, start a new "
                              f"run from this one's weights: --init-from {run_dir} --out NEW_DIR)")
-        config = dataclasses.replace(load_config(run_dir), **{name: fields[name] for name in given})
+        if force_unverified:
+            load_config(run_dir, verified=False)  # a missing or invalid config is refused before anything is made
+            with directory_lock(run_dir):  # not under a live run
+                saved = accept_unverified_config(run_dir)
+        else:
+            saved = load_config(run_dir)
+        config = dataclasses.replace(saved, **{name: fields[name] for name in given})
     else:
         values = read_config_file(config_file) if config_file else {}
         pairs = mapping_fields(TrainConfig)
