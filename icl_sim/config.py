@@ -208,5 +208,8 @@ def typed_fields(values: Mapping[str, Any]) -> dict[str, Any]:
     """``values`` typed as TrainConfig fields (:func:`icl_sim.params.typed_parameters`), its :data:`SHORTCUTS`
     kept as given: the settings of one file, a config file or a sweep spec's run."""
     shortcuts = {parameter_name(name): value for name, value in values.items() if parameter_name(name) in SHORTCUTS}
+    unset = next((name for name, value in shortcuts.items() if value is None), None)
+    if unset is not None:  # as for any field without None among its values (lr: null)
+        raise ValueError(f"{unset} must be an integer, got null; leave {unset} out for the task's or model's default")
     fields = {name: value for name, value in values.items() if parameter_name(name) not in SHORTCUTS}
     return {**typed_parameters(TrainConfig, fields), **shortcuts}

@@ -32,6 +32,9 @@ class Executor:
         check_choice("executor", self.kind, EXECUTORS)
         if self.parallel is not None:
             check_int("parallel", self.parallel, 1)
+        if self.partition is not None and self.kind != "slurm":
+            raise ValueError(f"partition names a SLURM partition, which the {self.kind} executor has none of: drop "
+                             f"--partition or pass --executor slurm")
 
     def runs_at_once(self, threads: int | None) -> int | None:
         """How many runs the local executor starts at once (None: no limit here; SLURM queues its jobs itself,
@@ -49,16 +52,26 @@ class Executor:
             return torch.cuda.device_count()
         return max(1, (os.cpu_count() or 1) // (threads or 1))
 
+    def job_gpus(self) -> int:
+        """GPUs per job: ``gpus_per_node``, else one where this machine has CUDA; a local job cannot have more than
+        this machine has (an error before anything is written, not a job that silently trains on the CPU)."""
+        import torch
+
+        gpus = int(torch.cuda.is_available()) if self.gpus_per_node is None else self.gpus_per_node
+        if self.kind != "slurm" and gpus > torch.cuda.device_count():
+            raise ValueError(f"--gpus {gpus}: this machine has {torch.cuda.device_count()} CUDA devices; give at most "
+                             f"that, or run the jobs under SLURM (--executor slurm)")
+        return gpus
+
     def submitit(self, folder: Path):
         """The submitit executor (``submitit.AutoExecutor``) writing its job files to ``folder``."""
         import submitit
-        import torch
 
         try:
             executor = submitit.AutoExecutor(folder=folder, cluster=self.kind)
         except RuntimeError as error:  # submitit's SLURM executor needs srun on PATH
             raise ValueError(f"executor {self.kind!r} is not available here: {error}") from None
-        gpus = int(torch.cuda.is_available()) if self.gpus_per_node is None else self.gpus_per_node
+        gpus = self.job_gpus()
         executor.update_parameters(timeout_min=self.timeout_min, gpus_per_node=gpus)
         if self.partition:
             executor.update_parameters(slurm_partition=self.partition)

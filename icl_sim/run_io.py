@@ -175,6 +175,17 @@ def load_model_state(model: InContextModel, state: dict, run_dir, *, config_name
     model.load_state_dict(state)
 
 
+def check_optimizer_state(state: dict, run_dir) -> None:
+    """Refuse a checkpoint whose optimiser state holds NaN or infinite values: training never saves one (a diverged
+    step stops before its checkpoint), so the file was altered, and resumed it would diverge at once."""
+    for index, entries in state["optimizer"].get("state", {}).items():
+        for name, value in entries.items():
+            if isinstance(value, torch.Tensor) and value.is_floating_point() and not bool(torch.isfinite(value).all()):
+                raise ValueError(f"{Path(run_dir) / CHECKPOINT_FILE}: the optimiser's {name!r} of parameter {index} "
+                                 f"holds NaN or infinite values, which training never saves (the file was altered); "
+                                 f"retrain in a new --out")
+
+
 def load_initial_weights(model: InContextModel, source, device="cpu") -> None:
     """Load the trained weights of the run in ``source`` into ``model``, a new run's start (``init_from``): its
     checkpoint verified, every weight of the same name and shape; any problem a one-line error naming init_from."""

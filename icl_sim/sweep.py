@@ -277,6 +277,7 @@ def run_sweep(spec: Mapping[str, Any], root, executor: Executor = Executor(), *,
     Raises SweepFailed if a job failed."""
     root = Path(root)
     expanded = expand_grid(spec)
+    executor.job_gpus()  # refused before anything is written
     with directory_lock(root, "sweep root"):
         claim_output(root, "sweep")
         _refuse_another_sweep(root, spec)

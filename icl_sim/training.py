@@ -33,8 +33,9 @@ from icl_sim.optimizers import NormalizedGD, SophiaG
 from icl_sim.progress import Progress
 from icl_sim.prompt import Prompt
 from icl_sim.run_io import (CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, build_run_model, check_metrics_history,
-                            load_checkpoint, load_config, load_initial_weights, load_model_state, load_run,
-                            save_checkpoint, save_config, trained_steps, truncate_metrics)
+                            check_optimizer_state, load_checkpoint, load_config, load_initial_weights,
+                            load_model_state, load_run, save_checkpoint, save_config, trained_steps,
+                            truncate_metrics)
 from icl_sim.seeding import derive_seed, make_generator, seed_global_generators
 from icl_sim.tasks import Task, make_task
 
@@ -254,6 +255,7 @@ def restored_run(config: TrainConfig, run_dir: Path, device: torch.device, state
     scheduler = make_scheduler(optimizer, config)
     if state is not None:
         load_model_state(model, state["model"], run_dir)
+        check_optimizer_state(state, run_dir)
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
     elif config.init_from:

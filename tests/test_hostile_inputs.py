@@ -32,6 +32,16 @@ CASES = {
                                            ["train", "--config", "config.json", "--out", "out"], "nests deeper"),
     "10⁹ seeds": ({}, ["repro", "run", "garg-2022", "--scale", "smoke", "--seeds", "1000000000", "--out", "out"],
                   "seeds must be >= 1 and <= 1000000 - first_seed"),
+    "a seed of 10²⁰": ({}, ["theory", "verify", "one-step-gd-optimal-step", "--seed", str(10**20)], "--seed"),
+    "a claim named twice": ({}, ["theory", "verify", "one-step-gd-optimal-step", "one-step-gd-optimal-step"], "named twice"),
+    "a name and --all": ({}, ["repro", "run", "--all", "garg-2022", "--out", "out"], "not both"),
+    "a partition for the local executor": ({"spec.yaml": BASE + "grid: {seed: [0]}\n"},
+                                           ["sweep", "run", "spec.yaml", "--partition", "gpu", "--out", "out"],
+                                           "the local executor has none of"),
+    "a GPU this machine lacks": ({"spec.yaml": BASE + "grid: {seed: [0]}\n"},
+                                 ["sweep", "run", "spec.yaml", "--gpus", "99", "--out", "out"], "--gpus 99"),
+    "dim: null": ({"config.yaml": "dim: null\n"}, ["train", "--config", "config.yaml", "--out", "out"],
+                  "dim must be an integer, got null"),
 }
 
 
@@ -91,3 +101,15 @@ def test_a_forged_checkpoint_with_a_negative_count_is_refused(tmp_path, key):
     record_checksum(run)  # the forger recomputes the checksum
     for call in (lambda: load_checkpoint(run), lambda: train(config(20), run, resume=True, progress=False)):
         one_line_error(call, str(run / CHECKPOINT_FILE), f"its {key!r} is -5, below 0")
+
+
+def test_a_checkpoint_with_a_non_finite_optimiser_state_is_refused(tmp_path):
+    run = tmp_path / "run"
+    train(config(10), run, progress=False)
+    state = torch.load(run / CHECKPOINT_FILE, weights_only=True)
+    moments = next(iter(state["optimizer"]["state"].values()))
+    moments["exp_avg_sq"] = torch.full_like(moments["exp_avg_sq"], float("nan"))
+    torch.save(state, run / CHECKPOINT_FILE)
+    record_checksum(run)
+    one_line_error(lambda: train(config(20), run, resume=True, progress=False), str(run / CHECKPOINT_FILE),
+                   "'exp_avg_sq'", "NaN or infinite")

@@ -48,7 +48,9 @@ def repro_run(name, run_all, scale, seeds, first_seed, control, rehearse, out_di
     inconclusive and deferred apart from the sanity checks; exit 1 if a claim decided at or below --scale fails or a
     sanity check fails (smoke scale: only if the pipeline breaks).  With --all --scale long, the reproductions
     without a long scale (every claim decided at quick or full) are skipped."""
-    if run_all == (name is not None):
+    if run_all and name is not None:
+        raise click.UsageError(f"give a reproduction NAME or --all, not both (--all runs {name} among the others)")
+    if not run_all and name is None:
         raise click.UsageError("give a reproduction NAME or --all (see `icl-sim repro list`)")
     if rehearse and (scale != "full" or control):
         raise click.UsageError("--rehearse rehearses the full scale: give it with --scale full and no --control")

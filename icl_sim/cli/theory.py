@@ -11,6 +11,7 @@ from tqdm import tqdm
 from icl_sim import catalogue
 from icl_sim.cli.given_once import option
 from icl_sim.cli.options import progress_option
+from icl_sim.validation import LARGEST_INT
 
 
 @click.command("list")
@@ -34,13 +35,16 @@ def theory_show(name, latex):
 
 @click.command("verify")
 @click.argument("names", nargs=-1)
-@option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@option("--seed", type=click.IntRange(min=0, max=LARGEST_INT), default=0, show_default=True)
 @option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
 @progress_option
 def theory_verify(names, seed, as_json, progress):
     """Check claims NAMES (default: all) against numbers; exit 1 if any fails."""
     for name in names:
         catalogue.check_name("claims", "claim", name)
+    repeated = next((name for name in names if names.count(name) > 1), None)
+    if repeated is not None:
+        raise click.UsageError(f"claim {repeated!r} is named twice; name each claim once")
     from icl_sim.claims import CLAIMS
 
     selected = [CLAIMS[name] for name in names] or list(CLAIMS.values())
