@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from filelock import FileLock
-from tqdm import tqdm
 
 from icl_sim.atomic import atomic_path, write_text
 from icl_sim.checks import OUTCOMES, Check, checks_from_dicts
+from icl_sim.progress import Progress
 from icl_sim.run_io import CHECKPOINT_FILE, trained_steps
 
 from .evidence import CLAIM_VERDICTS, CONTROL_OUTCOMES, ClaimVerdict
@@ -219,7 +219,9 @@ def refresh_gallery(reproductions: Mapping[str, Reproduction], figures_dir, runs
     figures_dir, runs_dir = Path(figures_dir), Path(runs_dir)
     figures_dir.mkdir(parents=True, exist_ok=True)
     entries = read_records(reproductions, figures_dir)
-    for name in tqdm(list(reproductions) if names is None else names, desc="gallery", disable=not progress):
+    names = list(reproductions) if names is None else list(names)
+    shown = Progress(len(names), desc="gallery", unit="reproduction", enabled=progress, fraction=0, seconds=0)
+    for done, name in enumerate(names, start=1):
         reproduction, scales = reproductions[name], {}
         for current in GALLERY_SCALES[:GALLERY_SCALES.index(scale) + 1]:
             if reproduction.has_scale(current):
@@ -227,6 +229,8 @@ def refresh_gallery(reproductions: Mapping[str, Reproduction], figures_dir, runs
                 scales[current] = run_scale(reproduction, current, run_dir, device=device, progress=progress)
                 publish(name, current, run_dir, figures_dir)
         entries = record(reproductions, figures_dir, name, scales, rehearsal_hours(runs_dir, name))
+        shown.advance(done, note=f"({name})")
+    shown.close()
     if readme is not None:
         write_readme_table(entries, readme)
     return entries

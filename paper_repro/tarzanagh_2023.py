@@ -66,24 +66,25 @@ selected one and no W separates them).  Ranks count singular values above 1e-7, 
 
 The rank of the trained (K, Q) product and the global-convergence visualisation are not reproduced.
 
-Measured at quick scale (1.5 min wall, 64 s CPU, beside another job): corr(W, W^mm) − corr(W^mm_⋆, W^mm) per seed
-0-2 is 0.131, 0.136, 0.149 (seeds 100-102: 0.152, 0.129, 0.145), the trained W's correlation with W^mm 0.997 against
-the two SVMs' 0.85-0.87; for (K, Q) 0.122, 0.139, 0.134 (0.166, 0.165, 0.150); the unselected softmax mass at
-iteration 2000 is below 2e-15 (W) and 1e-13 (K, Q); 93-100 % of the selected tokens are the globally optimal ones.
-With the ReLU head (until 2026-12-04, 10 runs per d and seed) the notebook's filter kept 0-50 % of the runs at d = 4, 6,
-8 and none of 30 at d = 10.  The multi-token claim as it stands (2026-12-05, 25 runs per d and seed, 80-96 scored per
-seed), corr(W, W^mm_O) − corr(W, W^1token) over every run: seeds 1200-1202, the one block whose datasets are new,
-−0.145, −0.177, −0.150 (untrained −0.305, −0.305, −0.289), failed; the gallery's seeds 0-2 −0.159, −0.188, −0.174.
-Blocks 1000 and 1100 repeat old datasets: run r of seed s trains on seed 1000 r + s, so seed 1000 + k runs the datasets
-of seed k's runs 1-24 (and seed 1100 + k those of 100 + k); there it is −0.158, −0.197, −0.162 (untrained −0.280,
-−0.307, −0.288) and −0.139, −0.048, −0.215 (untrained −0.292, −0.298, −0.301).  Kept by the notebook's filter: at d = 4,
-20-40 %, d = 6, 4-20 %, d = 8, 0-12 %, d = 10, 0-8 %; on seeds 1200-1202, 8, 10, 11 kept runs with a multi-token set,
-whose contrast is 0.152, 0.125, 0.195 (seeds 0-2: 10, 9, 10 runs, 0.075, 0.111, 0.185); over the kept runs (means per d
-and seed) 1 − corr(W, W^mm_O) is 0.002-0.049 against 0.075-0.41 for W^1token.  The untrained control fails every claim
-by a finite value (its linear-head differences −0.52 and below, its unselected mass 0.85).  With 100 ReLU-head runs per
-seed and both rank sweeps the quick scale takes 2.6 CPU min (7.5-9 min wall on a shared machine).  The rehearsal of the
-full scale (12 204 runs, 12 000 of them the ReLU head's) passes in 22 min wall here (8.5 CPU min; every run's SVMs are now
-solved).
+Measured at quick scale, on seed blocks whose datasets are all new (run r of seed s on seed 10⁶ r + s; before
+2026-12-05 the stride was 1000, so seed 1000 + k retrained the datasets of seed k's runs 1-24): blocks 1300-1302 and
+1400-1402.  corr(W, W^mm) − corr(W^mm_⋆, W^mm) per seed 0.145, 0.169, 0.123 and 0.146, 0.132, 0.134, held (untrained
+−0.552, −0.540, −0.520 and −0.523, −0.559, −0.534); for (K, Q) 0.133, 0.160, 0.147 and 0.145, 0.149, 0.164, held
+(untrained −0.615, −0.547, −0.515 and −0.541, −0.558, −0.558).  The multi-token claim, corr(W, W^mm_O) − corr(W,
+W^1token) over every run (72-96 scored per seed), −0.214, −0.162, −0.138 and −0.206, −0.203, −0.171 (untrained −0.296,
+−0.297, −0.306 and −0.289, −0.294, −0.295): FAILED on both blocks.  On the runs the notebook's filter keeps with a
+multi-token set (4, 4, 8 and 6, 6, 6 per seed) the contrast is 0.118, −0.093, 0.137 and 0.088, 0.082, 0.132
+(reported, not checked).  Under the stride of 1000: seeds 0-2 0.131, 0.136, 0.149 and 100-102 0.152, 0.129, 0.145
+(W), 0.122, 0.139, 0.134 and 0.166, 0.165, 0.150 (K, Q); the multi-token contrast on seeds 1200-1202 (datasets new
+there too) −0.145, −0.177, −0.150 (untrained −0.305, −0.305, −0.289), on 1000-1002 and 1100-1102 (old datasets)
+−0.158, −0.197, −0.162 and −0.139, −0.048, −0.215, on the gallery's 0-2 −0.159, −0.188, −0.174; with 10 ReLU-head runs
+per d and seed (until 2026-12-04) the notebook's filter kept 0-50 % of the runs at d = 4, 6, 8 and none of 30 at
+d = 10.  After 2000 iterations the unselected softmax mass is below 2e-15 (W) and 1e-13 (K, Q); 93-100 % of the
+selected tokens are the globally optimal ones; kept by the notebook's filter: at d = 4, 20-40 %, d = 6, 4-20 %, d = 8,
+0-12 %, d = 10, 0-8 %; over the kept runs 1 − corr(W, W^mm_O) is 0.002-0.049 against 0.075-0.41 for W^1token.  With
+100 ReLU-head runs per seed and both rank sweeps the quick scale takes 2.6 CPU min (8-15 min wall on a shared
+machine).  The rehearsal of the full scale (12 204 runs, 12 000 of them the ReLU head's) passed in 22 min wall
+(8.5 CPU min; every run's SVMs are solved).
 
 Scales: ``quick`` is the notebook's setting with 10 datasets per seed (30 per parameterisation, the notebook
 100), 10 rank instances per (n, T, d) (theirs 100) and 25 ReLU-head runs per d and seed; ``full`` 34 datasets per seed
@@ -145,14 +146,16 @@ CLAIMS = (
     Claim("multi-token-direction", "With a nonlinear (ReLU) head, where attention keeps several tokens of a "
           "prompt, normalised GD on W follows the Att-SVM of the selected sets, not the single-token Att-SVM",
           "Tarzanagh et al. 2023, Sec. 6 (SVM-equivalence for nonlinear heads); " + MULTI_NOTEBOOK,
-          analysis="At quick (seeds 1200-1202, new datasets; 80-92 runs scored per seed) the claim FAILED: corr(W, "
-                   "W^mm_O) − corr(W, W^1token) over every run is −0.145, −0.177, −0.150 (the gallery's seeds 0-2: "
-                   "−0.159, −0.188, −0.174), above the untrained layer's −0.29 to −0.31 but below 0.  After the "
+          analysis="At quick (seeds 1300-1302 and 1400-1402, every dataset new; 72-96 runs scored per seed) the "
+                   "claim FAILED on both blocks: corr(W, W^mm_O) − corr(W, W^1token) over every run is −0.214, "
+                   "−0.162, −0.138 and −0.206, −0.203, −0.171 (seeds 1200-1202 under the earlier dataset stride: "
+                   "−0.145, −0.177, −0.150), above the untrained layer's −0.29 to −0.31 but below 0.  After the "
                    "notebook's 2000 iterations 20-40 % of the runs at d = 4 and 0-12 % at d = 8, 10 have settled "
                    "(every weight outside the sets at most 1e-6); the rest keep ‖W‖ ≈ 5-18 with weights between "
-                   "1e-6 and 1e-3, a W that is still mostly its finite part.  On the runs the notebook keeps, 8-11 "
-                   "multi-token runs per seed, the contrast is 0.152, 0.125, 0.195 (reported, not checked): the "
-                   "paper's figure rests on that selection, which an untrained layer cannot enter."),
+                   "1e-6 and 1e-3, a W that is still mostly its finite part.  On the runs the notebook keeps, 4-8 "
+                   "multi-token runs per seed, the contrast is 0.118, −0.093, 0.137 and 0.088, 0.082, 0.132 (reported, "
+                   "not checked): the paper's figure rests on that selection, which an untrained layer cannot "
+                   "enter."),
 )
 
 

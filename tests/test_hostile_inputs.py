@@ -2,6 +2,7 @@
 with nothing written.  Table-driven: (files to write, command) -> the message's telling part."""
 import json
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -40,6 +41,8 @@ CASES = {
                                            "the local executor has none of"),
     "a GPU this machine lacks": ({"spec.yaml": BASE + "grid: {seed: [0]}\n"},
                                  ["sweep", "run", "spec.yaml", "--gpus", "99", "--out", "out"], "--gpus 99"),
+    "a probe of 10⁷ steps": ({"run/config.json": "{}"}, ["probe", "run", "--algorithm", "gd", "--steps", "10000000"],
+                             "--steps"),
     "dim: null": ({"config.yaml": "dim: null\n"}, ["train", "--config", "config.yaml", "--out", "out"],
                   "dim must be an integer, got null"),
 }
@@ -79,13 +82,15 @@ def test_a_directory_of_another_kind_of_output_is_refused_untouched(tmp_path, mo
 def test_a_hostile_input_is_one_line_refused_before_work(tmp_path, monkeypatch, files, command, message):
     monkeypatch.chdir(tmp_path)
     for name, text in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text(text)
     started = time.monotonic()
     result = CliRunner().invoke(cli, command)
     assert result.exit_code in (1, 2) and message in result.output, result.output
     assert result.output.startswith("Error: ") and result.output.count("\n") == 1
     assert time.monotonic() - started < 60  # refused, not worked through (10⁶ configs took minutes)
-    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(files)  # no output folder left
+    assert sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*")) == sorted(
+        {*files, *(str(Path(name).parent) for name in files if "/" in name)})  # no output folder left
 
 
 def test_the_default_bound_is_the_documented_one():

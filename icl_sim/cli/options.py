@@ -22,11 +22,13 @@ seed_option = option("--seed", type=click.IntRange(min=0, max=LARGEST_INT), defa
 progress_option = option("--progress/--no-progress", default=None,
                          callback=lambda ctx, param, value: sys.stderr.isatty() if value is None else value,
                          help="progress bars on stderr  [default: when stderr is a terminal]")
-#: ``train``'s and ``sweep run``'s: they run long, so without a terminal (a log, a SLURM job) they report in lines
+#: ``train``'s, ``sweep run``'s and ``repro``'s: they run long, so without a terminal (a log, a SLURM job) they
+#: report in lines
 loop_progress_option = option("--progress/--no-progress", default=True,
                               help="progress on stderr: on a terminal a bar with the loss, else status lines "
-                                   "(steps or runs done, loss, time left): train's every 10 % of the steps, 30 s "
-                                   "apart at least, and at the end; sweep run's as each run ends  [default: on]")
+                                   "(steps, runs or reproductions done, loss, time left): training's every 10 % of "
+                                   "the steps, 30 s apart at least, and at the end; sweep run's and repro gallery's "
+                                   "as each run or reproduction ends  [default: on]")
 json_option = option("--json", "as_json", is_flag=True, help="print the records as JSON")
 run_dir_argument = click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 

@@ -8,10 +8,10 @@ import click
 from icl_sim.cli import choices
 from icl_sim.cli.given_once import option
 from icl_sim.cli.options import device_option, json_option, progress_option, run_dir_argument, seed_option
-from icl_sim.validation import LARGEST_INT
 
-#: shared step counts past which a probe's cost (quadratic in them) deserves a warning
-MANY_SHARED_STEPS = 100
+#: shared step counts past which a probe's cost (quadratic in them) deserves a warning, and the most steps a probe
+#: takes (1000 shared steps took about 11 min on 2 CPU cores; a model's layers match within the first few tens)
+MANY_SHARED_STEPS, MAX_STEPS = 100, 1000
 
 
 @click.command("probe")
@@ -22,7 +22,7 @@ MANY_SHARED_STEPS = 100
 @option("--step-params", type=click.Choice(choices.STEP_PARAMS), default="shared", show_default=True,
         help="shared: one hyper-parameter setting for all steps; per-step: each step its own, tuned on the "
              "task's risk (von Oswald et al.), for gd, preconditioned-gd, gd-plus-plus")
-@option("--steps", type=click.IntRange(min=1, max=LARGEST_INT), default=None,
+@option("--steps", type=click.IntRange(min=1, max=MAX_STEPS), default=None,
         help="algorithm steps 1..K  [default: 10 shared, the number of layers per-step]")
 @option("--num-prompts", type=click.IntRange(min=2), default=1024, show_default=True)
 @seed_option

@@ -11,7 +11,7 @@ from icl_sim import catalogue
 from icl_sim.cli import choices
 from icl_sim.cli.directories import OutputDirectory, removed_on_user_error
 from icl_sim.cli.given_once import option
-from icl_sim.cli.options import device_option, progress_option
+from icl_sim.cli.options import device_option, loop_progress_option
 from icl_sim.cli.sweep import with_executor_options
 
 
@@ -41,7 +41,7 @@ def repro_list():
 @option("--out", "out_dir", type=OutputDirectory(),
         help="output directory [runs/NAME-SCALE(-rehearsal); with --all, runs/ holds one per reproduction]")
 @device_option
-@progress_option
+@loop_progress_option
 @with_executor_options
 def repro_run(name, run_all, scale, seeds, first_seed, control, rehearse, out_dir, device, progress, executor):
     """Run reproduction NAME (or --all): figure, results table and checks.json; print the claims held, failed,
@@ -172,7 +172,7 @@ def _echo_checks(checks) -> None:
         help="a README whose generated reproductions table to redraw from the records (the project's: README.md)")
 @option("--redraw", is_flag=True, help="run nothing: draw the page and --readme's table from the records alone")
 @device_option
-@progress_option
+@loop_progress_option
 def repro_gallery(names, scale, figures_dir, runs_dir, readme, redraw, device, progress):
     """Regenerate the gallery: reproductions NAMES (default: every one) at quick scale, and at long where they have
     it, over their default seeds, with their untrained controls; their records in --figures/records.json (every
