@@ -108,15 +108,18 @@ def save_checkpoint(run_dir, state: dict) -> None:
     run_dir = Path(run_dir)
     with atomic_path(run_dir / CHECKPOINT_FILE) as temporary:
         try:
-            with open(temporary, "wb") as file:  # through a file: a full disk is an OSError, not torch's RuntimeError
+            with open(temporary, "wb") as file:  # through a file: a small full write is an OSError
                 torch.save(state, file)
-        except OSError as error:
-            if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+        except (OSError, RuntimeError) as error:
+            # a large checkpoint's failed write surfaces from torch's zip writer as a RuntimeError, raised again
+            # while the first is handled: a full disk is told by the space left, not by the error's type
+            needed, free = _saved_size(state), shutil.disk_usage(run_dir).free
+            code = getattr(error, "errno", None)
+            if code not in (errno.ENOSPC, errno.EDQUOT) and needed <= free:
                 raise
-            raise OSError(error.errno, f"{os.strerror(error.errno)} (the checkpoint needs about "
-                                       f"{format_bytes(_saved_size(state))}, "
-                                       f"{format_bytes(shutil.disk_usage(run_dir).free)} are free)",
-                          str(run_dir / CHECKPOINT_FILE)) from None
+            code = code if code in (errno.ENOSPC, errno.EDQUOT) else errno.ENOSPC
+            raise OSError(code, f"{os.strerror(code)} (the checkpoint needs about {format_bytes(needed)}, "
+                                f"{format_bytes(free)} are free)", str(run_dir / CHECKPOINT_FILE)) from None
         _record_digest(run_dir, CHECKSUM_FILE, _sha256(temporary))
 
 

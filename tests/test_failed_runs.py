@@ -265,6 +265,32 @@ def test_a_full_disk_while_checkpointing_is_one_line_and_keeps_the_previous_chec
     assert_same_run(tmp_path / "run", tmp_path / "straight")
 
 
+@pytest.mark.parametrize("free, refused_as", [(10, "No space left on device"), (10**12, "some other failure")])
+def test_a_large_checkpoints_failed_write_is_told_by_the_space_left(tmp_path, monkeypatch, free, refused_as):
+    """A large checkpoint's failed write reaches us as torch's zip writer's RuntimeError, not an OSError: with less
+    space left than the checkpoint needs it is the full disk's one line, else torch's own error."""
+    train(tiny_config(steps=4, checkpoint_every=2), tmp_path / "run", progress=False)
+    state, save = load_checkpoint(tmp_path / "run"), torch.save
+
+    def failing(state, file, *args, **kwargs):
+        if not isinstance(file, io.BufferedWriter):  # the size count (into no file) still works
+            return save(state, file, *args, **kwargs)
+        file.write(b"PK\x03\x04")
+        raise RuntimeError("[enforce fail at inline_container.cc:603] . unexpected pos 64 vs 0" if free > 10 else
+                           "PytorchStreamWriter failed writing file data/0: file write failed")
+
+    monkeypatch.setattr(torch, "save", failing)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**12, 10**12 - free, free))
+    with pytest.raises(OSError if free == 10 else RuntimeError) as caught:
+        save_checkpoint(tmp_path / "run", {**state, "step": 6})
+    if free == 10:
+        assert str(caught.value).startswith(f"[Errno {errno.ENOSPC}] {refused_as} (the checkpoint needs about ")
+        assert caught.value.filename == str(tmp_path / "run" / CHECKPOINT_FILE)
+    monkeypatch.undo()
+    assert load_checkpoint(tmp_path / "run")["step"] == 4  # the previous checkpoint kept
+    assert not list((tmp_path / "run").glob(".*.tmp"))
+
+
 class _FullFile(io.StringIO):
     def write(self, text):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
