@@ -80,3 +80,17 @@ def test_matching_and_flatness_add_the_excess_over_the_midpoint():
     rows = [{"panel": "examples", "predictor": yang_2023.LEAST_SQUARES, "seed": None, "position": p, "mean": m}
             for p, m in [(3, 0.4), (10, 0.02)]]
     assert yang_2023._midpoint({"rows": rows}) == pytest.approx((0.02 + 1.0) / 2)
+
+
+def test_the_one_step_contrast_against_a_hand_computed_step():
+    """One GD step from 0 at η* = k/(k + d + 1) predicts (η*/k) Σ y_i x_iᵀ x_q, with error / d (d + 1)/(k + d + 1)
+    (Wishart's second moment E(XᵀX/k)² = (k + d + 1)/k · I)."""
+    settings = yang_2023.SCALES["quick"]  # d = 5, k = 10 at the final query
+    assert settings.one_step.lr == pytest.approx(10 / 16)
+    assert settings.one_step_error == pytest.approx(6 / 16)
+    torch.manual_seed(0)
+    xs, ys = torch.randn(3, 11, 5, dtype=torch.float64), torch.randn(3, 11, dtype=torch.float64)
+    by_hand = (10 / 16) / 10 * torch.einsum("bk,bkd,bd->b", ys[:, :10], xs[:, :10], xs[:, 10])
+    torch.testing.assert_close(settings.one_step.predict(xs, ys)[:, -1], by_hand)
+    rows = [{"panel": "examples", "predictor": yang_2023.LEAST_SQUARES, "seed": None, "position": 10, "mean": 0.01}]
+    assert yang_2023._nearer_least_squares({"rows": rows}, settings) == pytest.approx((0.01 + 6 / 16) / 2)
