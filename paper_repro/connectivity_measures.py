@@ -2,7 +2,7 @@
 
 Thin compositions of the library's pieces: per-query correctness from ``icl_sim.evaluation``'s
 accuracy metric at the query position, its 95 % bootstrap band (``bootstrap_interval``) over all
-prompts or a slice (the task's ``hard_pairs``), and the exactness of L rounds of boolean
+prompts or a slice (the task's ``hard_pairs``), and the accuracy of L rounds of boolean
 squaring / cubing (``ReachabilityRounds``) inside and beyond power^L hops.
 """
 from __future__ import annotations
@@ -11,7 +11,6 @@ import math
 
 import torch
 
-from icl_sim.checks import Check
 from icl_sim.evaluation import bootstrap_interval, prompt_errors
 from icl_sim.prompt import Prompt
 from icl_sim.theory.graph_algorithms import ReachabilityRounds
@@ -56,18 +55,6 @@ def rounds_accuracy(prompt: Prompt, rounds: int, power: int) -> dict:
             "beyond": accuracy_band(correct, ~inside, band=False)["mean"], "beyond_count": int((~inside).sum()),
             "by_distance": {d: float(correct[distance == d].mean())
                             for d in range(1, int(distance.max()) + 1) if bool((distance == d).any())}}
-
-
-def rounds_checks(row: dict, name: str, queries: str, source: str) -> list[Check]:
-    """The exactness of L rounds of the p-th power (a ``rounds_accuracy`` row): accuracy 1 on ``queries``
-    within p^L hops or unreachable, and 0 on the reachable ones beyond, if there are any."""
-    hops = row["power"] ** row["rounds"]
-    found = [Check(f"{name}: accuracy on {queries} within {hops} hops or unreachable ({row['inside_count']})", 1.0,
-                   row["inside"], source=f"{source}; (A ∨ I)^(p^L) holds (u, v) iff dist(u, v) ≤ p^L")]
-    if row["beyond_count"]:
-        found.append(Check(f"{name}: accuracy on reachable {queries} beyond {hops} hops ({row['beyond_count']})",
-                           0.0, row["beyond"], source=f"{source}; beyond p^L hops the L-round answer is 'unreachable'"))
-    return found
 
 
 def rounds_needed(prompt: Prompt, power: int = 2) -> torch.Tensor:

@@ -1,10 +1,12 @@
 """What the sanford-2024 checks rely on, against independent references (networkx, closed forms).
 
-* ``rounds_accuracy`` splits queries at power^L hops exactly as networkx's shortest paths do, and L rounds of
-  squaring / cubing are right on every query inside and wrong on every reachable one beyond;
+* L rounds of squaring / cubing (the baseline of the claims' contrasts) are right on every query within power^L hops
+  and wrong on every reachable one beyond, with the hops split as networkx's shortest paths split them;
 * the balanced hard slice puts every shortcut (degree heuristic, one round of squaring, a constant answer) at
-  exactly 1/2 and exact reachability (BFS, L* = ⌈log₂(n − 1)⌉ rounds) at 1, so the claim's threshold is 3/4;
-* the claim checks take the right number per seed, and L* is in every scale's depths.
+  exactly 1/2 and exact reachability (BFS, L* = ⌈log₂(n − 1)⌉ rounds) at 1, so the claims' thresholds are 3/4
+  (log depth suffices) and 1/4 (depth L* − depth 1);
+* the claim checks take the right number per seed, an untrained pair's gap (noise about 0) fails the depth claim
+  by a finite value, and L* is in every scale's depths.
 """
 from __future__ import annotations
 
@@ -83,7 +85,7 @@ def test_balanced_hard_slice_puts_shortcuts_at_one_half_and_exact_reachability_a
 
 
 def test_log_depth_is_in_every_scale_and_spans_every_diameter():
-    assert [SCALES[name].log_depth for name in ("quick", "full")] == [4, 5]  # ⌈log₂ 11⌉, ⌈log₂ 18⌉
+    assert [SCALES[name].log_depth for name in ("quick", "long", "full")] == [4, 5, 5]  # ⌈log₂ 11⌉, ⌈log₂ 18⌉
     for settings in SCALES.values():
         assert 2 ** settings.log_depth >= settings.nodes - 1 > 2 ** (settings.log_depth - 1)
         assert settings.log_depth in settings.depths
@@ -91,19 +93,35 @@ def test_log_depth_is_in_every_scale_and_spans_every_diameter():
         Settings(**{**SCALES["quick"].__dict__, "depths": (1, 2)})
 
 
-def test_claim_checks_read_each_seeds_number():
-    settings = SCALES["smoke"]  # depths 1 and L* = 3
+def rows_for(trained: dict, settings) -> list[dict]:
+    """Results rows: the baselines at their closed-form values and the trained GPT's (depth, seed) → (hard, all)."""
     rows = [{"predictor": "L rounds of squaring", "depth": r, "seed": 0, "slice": BALANCED, "mean": v}
-            for r, v in ((1, 0.5), (3, 1.0))]
-    rows += [{"predictor": "degree heuristic", "depth": math.nan, "seed": 0, "slice": "all", "mean": 0.9}]
-    trained = {(1, 0): (0.50, 0.92), (1, 1): (0.55, 0.93), (3, 0): (0.80, 0.95), (3, 1): (0.83, 0.88)}
+            for r, v in ((1, 0.5), (settings.log_depth, 1.0))]
+    rows += [{"predictor": "degree heuristic", "depth": math.nan, "seed": 0, "slice": name, "mean": v}
+             for name, v in (("all", 0.9), (BALANCED, 0.5))]
     for (depth, seed), (hard, everything) in trained.items():
         rows += [{"predictor": "trained GPT", "depth": depth, "seed": seed, "slice": BALANCED, "mean": hard},
                  {"predictor": "trained GPT", "depth": depth, "seed": seed, "slice": "all", "mean": everything}]
-    checks = sanford_2024.checks({"rows": rows, "exactness": []}, settings)
+    return rows
+
+
+def test_claim_checks_read_each_seeds_number():
+    settings = SCALES["smoke"]  # depths 1 and L* = 3
+    trained = {(1, 0): (0.50, 0.92), (1, 1): (0.51, 0.93), (3, 0): (0.80, 0.95), (3, 1): (0.81, 0.88)}
+    checks = sanford_2024.checks({"rows": rows_for(trained, settings)}, settings)
+    assert all(check.passed for check in checks if check.kind == "sanity") and len(checks) == 6
     hard, overall, gap = (check for check in checks if check.kind == "claim")
-    assert (hard.claim, hard.expected, hard.per_seed) == ("log-depth-suffices", 0.75, (0.80, 0.83))
+    assert (hard.claim, hard.expected, hard.per_seed) == ("log-depth-suffices", 0.75, (0.80, 0.81))
     assert (overall.claim, overall.expected, overall.per_seed) == ("log-depth-suffices", 0.9, (0.95, 0.88))
-    assert gap.claim == "depth-helps-hard" and gap.per_seed == pytest.approx((0.30, 0.28))
+    assert (gap.claim, gap.expected) == ("depth-helps-hard", 0.25) and gap.per_seed == pytest.approx((0.30, 0.30))
     assert gap.passed and not overall.passed  # 0.88 < 0.9 in one seed: the interval reaches below
     assert not hard.passed  # every seed above 0.75, but two seeds' interval is wide (t = 12.7)
+
+
+def test_an_untrained_pair_fails_the_depth_claim_by_a_finite_value():
+    settings = SCALES["quick"]  # the quick control's balanced hard-slice accuracies (seeds 0-2, depths 1 and 4)
+    trained = {(1, 0): (0.437, 0.5), (1, 1): (0.538, 0.5), (1, 2): (0.498, 0.5),
+               (4, 0): (0.496, 0.5), (4, 1): (0.506, 0.5), (4, 2): (0.467, 0.5)}
+    gap = [check for check in sanford_2024.checks({"rows": rows_for(trained, settings)}, settings)
+           if check.claim == "depth-helps-hard"][0]
+    assert gap.outcome == "failed" and not gap.vacuous and gap.ci[1] < 0.25
