@@ -133,8 +133,8 @@ CLAIMS = (
           "−0.324, 0.093, −0.234 (seeds 1200-1202, 1300-1302, every dataset new; ≥ 0.301 required), as on seeds "
           "1000-1002 and 1100-1102 under the earlier dataset stride (−0.086 to −0.451): the Gaussian stalls (16 of "
           "18 runs flat over the last fifth on 1000-1102) at finite stationary points of its unnormalised bumps, "
-          "while the softmax, which has none there, keeps falling toward its hull floor; the paper's unread initialisation condition may "
-          "be what keeps its Gaussian away from them"),
+          "while the softmax, which has none there, keeps falling toward its hull floor; the paper's unread "
+          "initialisation condition may be what keeps its Gaussian away from them"),
 )
 
 
