@@ -47,7 +47,7 @@ from icl_sim.predictor import replicated_query_predictor
 from icl_sim.prompt import Prompt
 from icl_sim.tasks.base import check_task
 from icl_sim.theory import GD, GDPlusPlus, Newton, PowerMethod, PreconditionedGD, Ridge, optimal_preconditioner
-from icl_sim.theory.baselines import StatisticsBaseline
+from icl_sim.theory.baselines import StatisticsBaseline, linear_query_predictor
 from icl_sim.theory.prefix import as_float64, context_statistics
 from icl_sim.theory.step_tuning import STEP_FAMILIES, tune_steps
 from icl_sim.validation import check_choice, check_int
@@ -90,21 +90,36 @@ class ContextStatistics:
 
     def __init__(self):
         self._entries: dict[tuple, tuple] = {}
+        self._steps: dict[tuple, list[torch.Tensor]] = {}
 
     def query_predictor(self, predictor) -> Callable:
         if not isinstance(predictor, StatisticsBaseline):
             return predictor.query_predictor
 
         def from_cache(xs: torch.Tensor, ys: torch.Tensor):
-            return predictor.statistics_query_predictor(*self.statistics(xs, ys))
+            if predictor.steps_family() is None or predictor.steps == 0:
+                return predictor.statistics_query_predictor(*self.statistics(xs, ys))
+            return linear_query_predictor(self.step_weights(xs, ys, predictor))
 
         return from_cache
 
     def statistics(self, xs: torch.Tensor, ys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        key = tuple((t.data_ptr(), tuple(t.shape), t.stride(), t._version, t.dtype, str(t.device)) for t in (xs, ys))
+        key = _context_key(xs, ys)
         if key not in self._entries:
             self._entries[key] = (xs, ys, context_statistics(*as_float64(xs, ys)))
         return self._entries[key][2]
+
+    def step_weights(self, xs: torch.Tensor, ys: torch.Tensor, predictor: StatisticsBaseline) -> torch.Tensor:
+        """``predictor``'s weights on this context, read off the iteration of its family run once to the most
+        steps asked so far: ask for the longest first, and steps 1..K cost K steps, not K(K + 1)/2."""
+        key = (_context_key(xs, ys), predictor.steps_family())
+        if len(self._steps.get(key, ())) < predictor.steps:
+            self._steps[key] = list(predictor.weight_steps(*self.statistics(xs, ys), predictor.steps))
+        return self._steps[key][predictor.steps - 1]
+
+
+def _context_key(xs: torch.Tensor, ys: torch.Tensor) -> tuple:
+    return tuple((t.data_ptr(), tuple(t.shape), t.stride(), t._version, t.dtype, str(t.device)) for t in (xs, ys))
 
 
 def _learning_rates(prompt: Prompt) -> list[dict]:
@@ -196,8 +211,9 @@ def probe(model: InContextModel, task, algorithm: str, *, steps: int | None = No
         parameters, runs = _tuned_run(algorithm, steps or len(model_tuning), tuning, model_tuning, cache)
     records = []
     labels = step_counts or range(1, len(runs) + 1)
-    for step, predictor in tqdm(list(zip(labels, runs)), desc="probe: steps", disable=not progress):
-        (algorithm_output,) = behaviours(cache.query_predictor(predictor), probes, scalar)
+    outputs = [behaviours(cache.query_predictor(predictor), probes, scalar)[0]  # the longest first, as above
+               for predictor in tqdm(runs[::-1], desc="probe: steps", disable=not progress)][::-1]
+    for step, algorithm_output in zip(labels, outputs):
         for layer, layer_output in enumerate(model_outputs, start=1):
             for metric, value in compare(layer_output, algorithm_output, last(probes.target)).items():
                 records.append({"layer": layer, "algorithm": algorithm, "step": step, "metric": metric,
@@ -260,8 +276,9 @@ def _closest_run(members: list[list], tuning: Prompt, model_tuning: list[torch.T
     cache = cache or ContextStatistics()
 
     def mismatch(run: list) -> float:
-        # (K, B, ...)
-        steps = torch.stack([last_predictions(cache.query_predictor(member), tuning)[0] for member in run])
+        # (K, B, ...), the longest first (ContextStatistics.step_weights)
+        steps = torch.stack([last_predictions(cache.query_predictor(member), tuning)[0]
+                             for member in reversed(run)]).flip(0)
         differences = (layers[:, None] - steps[None]).square().flatten(2).mean(dim=-1)  # (L, K)
         return float(differences.min(dim=1).values.sum())
 

@@ -13,7 +13,7 @@ from icl_sim.probing import LEARNING_RATES, _fitted_readouts, best_steps, probe,
 from icl_sim.seeding import make_generator
 from icl_sim.tasks import make_task
 from icl_sim.models import constructed_lsa
-from icl_sim.theory import GD
+from icl_sim.theory import GD, GDPlusPlus, Newton, PreconditionedGD
 from icl_sim.theory.step_tuning import tune_steps
 from icl_sim.training import train
 
@@ -160,3 +160,27 @@ def test_probe_computes_context_statistics_once_per_prompt_set_with_unchanged_re
         [(r["layer"], r["step"], r["metric"]) for r in uncached["records"]]
     np.testing.assert_allclose([r["value"] for r in cached["records"]], [r["value"] for r in uncached["records"]],
                                rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("family", [lambda k: GD(k, 0.3), lambda k: GDPlusPlus(k, 0.3, 0.1), lambda k: Newton(k),
+                                    lambda k: PreconditionedGD(k, 0.3, torch.eye(4, dtype=torch.float64) * 0.5)],
+                         ids=["gd", "gd-plus-plus", "newton", "preconditioned-gd"])
+def test_step_by_step_weights_are_each_step_count_run_alone_and_cost_one_iteration(family, monkeypatch):
+    """Steps 1..K of one family, the longest asked first, come from one iteration of K steps (linear in K, not
+    quadratic) and equal each K-step predictor's own weights."""
+    import icl_sim.probing as probing
+    prompt = TASK.sample(32, make_generator(5, "eval"), dtype=torch.float64)
+    xs, ys = prompt.xs[:, :-1], prompt.ys[:, :-1]
+    cache, predictors = probing.ContextStatistics(), [family(k) for k in range(1, 13)]
+    iterations = []
+    counted = type(predictors[0]).weight_steps
+
+    def counting(self, gram, moment, steps):
+        iterations.append(steps)
+        return counted(self, gram, moment, steps)
+
+    monkeypatch.setattr(type(predictors[0]), "weight_steps", counting)
+    weights = [cache.step_weights(xs, ys, predictor) for predictor in reversed(predictors)][::-1]
+    assert iterations == [12]
+    for predictor, weight in zip(predictors, weights):
+        torch.testing.assert_close(weight, predictor._from_statistics(*cache.statistics(xs, ys)), rtol=1e-12, atol=1e-14)

@@ -10,11 +10,14 @@ Notation: G_i = Σ_{j<i} x_j x_jᵀ, b_i = Σ_{j<i} y_j x_j, Ĝ_i = G_i/i, b̂_i
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 import torch
 
 from icl_sim.validation import check_float, check_int, checked_floats
 
-from .baselines import LinearBaseline, PointsOnlyBaseline, StatisticsBaseline, batch_chunks, in_eigenbasis, matvec
+from .baselines import (LinearBaseline, PointsOnlyBaseline, StatisticsBaseline, batch_chunks, final, in_eigenbasis,
+                        in_eigenbasis_steps, matvec)
 from .prefix import outer_products, prefix_mean, prefix_sum
 
 
@@ -52,9 +55,14 @@ class PreconditionedGD(StatisticsBaseline):
         self.steps, self.lr, self.preconditioner = steps, lr, preconditioner
 
     def _from_statistics(self, gram: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
+        return final(self.weight_steps(gram, moment, self.steps), torch.zeros_like(moment))
+
+    def steps_family(self) -> tuple:
+        return PreconditionedGD, self.lr, tuple(self.preconditioner.flatten().tolist())
+
+    def weight_steps(self, gram: torch.Tensor, moment: torch.Tensor, steps: int) -> Iterator[torch.Tensor]:
         _check_dim("preconditioner", self.preconditioner, gram.shape[-1])
-        step = self.lr * self.preconditioner.to(gram.device)
-        return preconditioned_descent(gram, moment, [step] * self.steps)
+        return preconditioned_descent_steps(gram, moment, [self.lr * self.preconditioner.to(gram.device)] * steps)
 
 
 class StepwisePreconditionedGD(StatisticsBaseline):
@@ -78,10 +86,15 @@ class StepwisePreconditionedGD(StatisticsBaseline):
 
 def preconditioned_descent(gram: torch.Tensor, moment: torch.Tensor, preconditioners) -> torch.Tensor:
     """w ← w − A_t (Ĝ w − b̂) from w = 0 for each matrix A_t in turn: Ĝ (..., d, d), b̂ (..., d) → w (..., d)."""
+    return final(preconditioned_descent_steps(gram, moment, preconditioners), torch.zeros_like(moment))
+
+
+def preconditioned_descent_steps(gram: torch.Tensor, moment: torch.Tensor, preconditioners) -> Iterator[torch.Tensor]:
+    """:func:`preconditioned_descent`'s weights after each step in turn."""
     w = torch.zeros_like(moment)
     for step in preconditioners:
         w = w - matvec(step, matvec(gram, w) - moment)
-    return w
+        yield w
 
 
 class GDPlusPlus(StatisticsBaseline):
@@ -119,6 +132,12 @@ class GDPlusPlus(StatisticsBaseline):
     def _from_statistics(self, gram: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
         return gd_plus_plus(gram, moment, [self.lr] * self.steps, [self.gamma] * self.steps)
 
+    def steps_family(self) -> tuple:
+        return GDPlusPlus, self.lr, self.gamma
+
+    def weight_steps(self, gram: torch.Tensor, moment: torch.Tensor, steps: int) -> Iterator[torch.Tensor]:
+        return in_eigenbasis_steps(gd_plus_plus_spectral_steps, gram, moment, [self.lr] * steps, [self.gamma] * steps)
+
 
 class StepwiseGDPlusPlus(StatisticsBaseline):
     """GD++ with its own step size η_t and curvature correction γ_t per step (see ``GDPlusPlus``).
@@ -152,12 +171,18 @@ def gd_plus_plus(gram: torch.Tensor, moment: torch.Tensor, step_sizes, correctio
 def gd_plus_plus_spectral(eigenvalues: torch.Tensor, moment: torch.Tensor, step_sizes, corrections) -> torch.Tensor:
     """``gd_plus_plus`` in Ĝ's eigenbasis: T stays a polynomial in Ĝ, so both updates act entry by entry,
     w̃ ← w̃ + η_t t² (b̃ − λ w̃) and t ← t − γ_t λ t³."""
+    return final(gd_plus_plus_spectral_steps(eigenvalues, moment, step_sizes, corrections), torch.zeros_like(moment))
+
+
+def gd_plus_plus_spectral_steps(eigenvalues: torch.Tensor, moment: torch.Tensor, step_sizes,
+                                corrections) -> Iterator[torch.Tensor]:
+    """:func:`gd_plus_plus_spectral`'s weights after each step in turn."""
     w, transform = torch.zeros_like(moment), torch.ones_like(eigenvalues)
     for size, correction in zip(step_sizes, corrections):
         square = transform * transform
         w = w + size * square * (moment - eigenvalues * w)
         transform = transform - correction * transform * eigenvalues * square
-    return w
+        yield w
 
 
 class Newton(StatisticsBaseline):
@@ -186,17 +211,33 @@ class Newton(StatisticsBaseline):
     def _from_statistics(self, gram: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
         return in_eigenbasis(newton_spectral, gram, moment, self.steps, self.scale)
 
+    def steps_family(self) -> tuple:
+        return Newton, self.scale
+
+    def weight_steps(self, gram: torch.Tensor, moment: torch.Tensor, steps: int) -> Iterator[torch.Tensor]:
+        return in_eigenbasis_steps(newton_spectral_steps, gram, moment, steps, self.scale)
+
 
 def newton_spectral(eigenvalues: torch.Tensor, moment: torch.Tensor, steps: int, scale: float) -> torch.Tensor:
     """``Newton`` in S's eigenbasis: every M_k is a polynomial in S, so each eigenvalue m of M_k follows
     m ← 2m − λm² from m_0 = αλ, with α = scale/‖S Sᵀ‖_F = scale/√(Σλ⁴); O(d) per step after one eigh,
     where the matrix iteration costs two d × d products per step (benchmarks/bench_prefix_solvers.py)."""
-    norm = eigenvalues.square().square().sum(dim=-1).sqrt()
-    alpha = torch.where(norm > 0, scale / torch.where(norm > 0, norm, 1.0), 0.0)
-    m = alpha[..., None] * eigenvalues
+    return final(newton_spectral_steps(eigenvalues, moment, steps, scale), _newton_start(eigenvalues, scale) * moment)
+
+
+def newton_spectral_steps(eigenvalues: torch.Tensor, moment: torch.Tensor, steps: int,
+                          scale: float) -> Iterator[torch.Tensor]:
+    """:func:`newton_spectral`'s weights M_k b̃ after steps 1..``steps`` in turn."""
+    m = _newton_start(eigenvalues, scale)
     for _ in range(steps):
         m = 2 * m - eigenvalues * m * m
-    return m * moment
+        yield m * moment
+
+
+def _newton_start(eigenvalues: torch.Tensor, scale: float) -> torch.Tensor:
+    """M_0's eigenvalues αλ, α = scale/‖S Sᵀ‖_F = scale/√(Σλ⁴) (0 for S = 0)."""
+    norm = eigenvalues.square().square().sum(dim=-1).sqrt()
+    return torch.where(norm > 0, scale / torch.where(norm > 0, norm, 1.0), 0.0)[..., None] * eigenvalues
 
 
 class RecursiveLeastSquares(LinearBaseline):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 import math
-from typing import Callable, ClassVar
+from typing import Callable, ClassVar, Iterator
 
 import torch
 
@@ -107,7 +107,7 @@ class LinearBaseline(Baseline):
 
     def query_predictor(self, xs: torch.Tensor, ys: torch.Tensor) -> Callable[[torch.Tensor], list[torch.Tensor]]:
         """The context's weights w, fitted once; a query x predicts xᵀw."""
-        return _linear_query_predictor(self._context_weights(*as_float64(xs, ys)))
+        return linear_query_predictor(self._context_weights(*as_float64(xs, ys)))
 
     def _context_weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """Weights (B, d) fitted to the whole context: those of a query placed after it."""
@@ -127,6 +127,16 @@ class StatisticsBaseline(LinearBaseline):
     def _from_statistics(self, gram: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
         """Weights from the least-squares statistics, for any leading batch shape."""
 
+    def steps_family(self) -> tuple | None:
+        """What this predictor shares with the same algorithm at other step counts (its class and settings but
+        ``steps``), for an iteration whose steps 1..K are one run (:meth:`weight_steps`); None for another."""
+        return None
+
+    def weight_steps(self, gram: torch.Tensor, moment: torch.Tensor, steps: int) -> Iterator[torch.Tensor]:
+        """The weights after steps 1..``steps`` of this predictor's iteration, each from the one before: the
+        K-step predictors of one family cost K steps together, not K(K + 1)/2 (where ``steps_family`` is set)."""
+        raise NotImplementedError(f"{type(self).__name__} has no step-by-step weights")
+
     def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         return torch.cat([self._from_statistics(*least_squares_statistics(x, y)) for x, y in batch_chunks(xs, ys)])
 
@@ -137,10 +147,10 @@ class StatisticsBaseline(LinearBaseline):
                                    ) -> Callable[[torch.Tensor], list[torch.Tensor]]:
         """``query_predictor`` of a context given by its statistics Ĝ (B, d, d), b̂ (B, d) (``context_statistics``):
         callers that try many predictors on one context compute them once."""
-        return _linear_query_predictor(self._from_statistics(gram, moment))
+        return linear_query_predictor(self._from_statistics(gram, moment))
 
 
-def _linear_query_predictor(weights: torch.Tensor) -> Callable[[torch.Tensor], list[torch.Tensor]]:
+def linear_query_predictor(weights: torch.Tensor) -> Callable[[torch.Tensor], list[torch.Tensor]]:
     """Queries (B, Q, d) -> [xᵀw per query (B, Q)] for weights w (B, d)."""
     return lambda queries: [(queries.to(weights) * weights[:, None]).sum(dim=-1)]
 
@@ -175,6 +185,12 @@ class GD(StatisticsBaseline):
 
     def _from_statistics(self, gram: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
         return gradient_descent(gram, moment, [self.lr] * self.steps)
+
+    def steps_family(self) -> tuple:
+        return GD, self.lr
+
+    def weight_steps(self, gram: torch.Tensor, moment: torch.Tensor, steps: int) -> Iterator[torch.Tensor]:
+        return gradient_descent_steps(gram, moment, [self.lr] * steps)
 
     def closed_form_weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """w_k = (I − (I − lr Ĝ_i)^k) Ĝ_i⁺ b̂_i with Ĝ_i = G_i/i, b̂_i = b_i/i, (B, N, d) float64.
@@ -231,10 +247,22 @@ def gradient_descent(gram: torch.Tensor, moment: torch.Tensor, step_sizes) -> to
 
     A matrix-vector product per step (:func:`matvec`), cheaper than an eigendecomposition for a few steps.
     """
+    return final(gradient_descent_steps(gram, moment, step_sizes), torch.zeros_like(moment))
+
+
+def gradient_descent_steps(gram: torch.Tensor, moment: torch.Tensor, step_sizes) -> Iterator[torch.Tensor]:
+    """:func:`gradient_descent`'s weights after each step in turn."""
     w = torch.zeros_like(moment)
     for size in step_sizes:
         w = w - size * (matvec(gram, w) - moment)
-    return w
+        yield w
+
+
+def final(weights: Iterator[torch.Tensor], start: torch.Tensor) -> torch.Tensor:
+    """The last weights an iteration yields; ``start`` if it takes no step."""
+    for start in weights:
+        pass
+    return start
 
 
 def gradient_descent_spectral(eigenvalues: torch.Tensor, moment: torch.Tensor, step_sizes) -> torch.Tensor:
@@ -258,6 +286,15 @@ def in_eigenbasis(iteration, gram: torch.Tensor, moment: torch.Tensor, *paramete
     eigenvalues, vectors = torch.linalg.eigh(gram)
     rotated = (vectors.mT @ moment[..., None]).squeeze(-1)
     return (vectors @ iteration(eigenvalues, rotated, *parameters)[..., None]).squeeze(-1)
+
+
+def in_eigenbasis_steps(iteration_steps, gram: torch.Tensor, moment: torch.Tensor,
+                        *parameters) -> Iterator[torch.Tensor]:
+    """:func:`in_eigenbasis` for an iteration that yields its weights step by step, each rotated back."""
+    eigenvalues, vectors = torch.linalg.eigh(gram)
+    rotated = (vectors.mT @ moment[..., None]).squeeze(-1)
+    for weights in iteration_steps(eigenvalues, rotated, *parameters):
+        yield (vectors @ weights[..., None]).squeeze(-1)
 
 
 class Ridge(LinearBaseline):

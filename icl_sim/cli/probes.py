@@ -9,9 +9,8 @@ from icl_sim.cli import choices
 from icl_sim.cli.given_once import option
 from icl_sim.cli.options import device_option, json_option, progress_option, run_dir_argument, seed_option
 
-#: shared step counts past which a probe's cost (quadratic in them) deserves a warning, and the most steps a probe
-#: takes (1000 shared steps took about 11 min on 2 CPU cores; a model's layers match within the first few tens)
-MANY_SHARED_STEPS, MAX_STEPS = 100, 1000
+#: the most steps a probe takes: a model's layers match within the first few tens
+MAX_STEPS = 1000
 
 
 @click.command("probe")
@@ -50,10 +49,6 @@ def probe_command(run_dir, algorithm, step_params, steps, num_prompts, seed, dev
     """
     from icl_sim.reports import probe_run, residual_cosines
 
-    if step_params == "shared" and steps is not None and steps > MANY_SHARED_STEPS:
-        click.echo(f"Warning: --steps {steps} runs every setting's steps 1..{steps}, each from the start: "
-                   f"{steps * (steps + 1) // 2} algorithm steps per setting, quadratic in --steps (1000 took about "
-                   f"11 min on 2 CPU cores); a model's layers are matched within the first few tens", err=True)
     result, paths = probe_run(run_dir, algorithm, step_params=step_params, steps=steps, num_prompts=num_prompts,
                               seed=seed, device=device, readout=readout, progress=progress)
     if as_json:
