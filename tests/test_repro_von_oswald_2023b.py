@@ -138,6 +138,30 @@ def test_probes_read_the_next_token_from_the_least_squares_layer_and_not_from_th
     assert abs(scores["next token"][0]) < 0.1
 
 
+def test_bias_free_probes_are_per_position_least_squares_without_intercept():
+    generator = torch.Generator().manual_seed(3)
+    features = torch.randn(4, 200, 6, generator=generator, dtype=torch.float64)
+    targets = torch.randn(4, 200, 3, generator=generator, dtype=torch.float64) + 5.0  # an offset no probe can fit
+    got = repro.bias_free_probes(features, targets).numpy()
+    for position in range(4):
+        expected = np.linalg.lstsq(features[position].numpy(), targets[position].numpy(), rcond=None)[0]
+        np.testing.assert_allclose(got[position], expected, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("model", ["one GD step", "least squares"])
+def test_a_converged_model_that_writes_no_preconditioned_input_fails_the_probe_check(model):
+    """The mechanisms the preconditioned-input probe must tell apart: the one-GD-step layer and the mesa-layer that
+    solves least squares inside its attention both predict the next token (gain ≥ 0.1) but write no
+    (Σ s_i s_iᵀ + λI)⁻¹ s_t into the stream, so its gain stays below the claim's 0.1."""
+    task = repro.SCALES["smoke"].task()
+    fit, score = (task.sample(512, make_generator(seed, "eval", 0), dtype=torch.float64) for seed in (7, 8))
+    built = (repro.gd_step_layer(task.dim, task.points, 0.1) if model == "one GD step"
+             else constructed_mesa(task.dim, task.points, 1000.0))
+    scores = repro.probe_scores(built.float(), fit, score, range(40, 50))
+    assert scores["next token"][-1] - scores["next token"][0] >= repro.PROBE_GAIN
+    assert scores["preconditioned input"][-1] - scores["preconditioned input"][0] < repro.PROBE_GAIN / 2
+
+
 def _results(mse, compressed, gains, zero=1.0):
     rows = [{"run": "baselines", "seed": 0, "quantity": "zero_mse", "value": zero}]
     for run, values in mse.items():
