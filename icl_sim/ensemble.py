@@ -40,6 +40,7 @@ from icl_sim.output_dirs import claim_output
 from icl_sim.models import InContextModel
 from icl_sim.progress import Progress
 from icl_sim.prompt import Prompt
+from icl_sim.provenance import recorded_session
 from icl_sim.tasks import make_task
 from icl_sim.training import (RunLog, autocast_context, clip_matrix_norms_, initial_state, make_optimizer,
                               make_scheduler, prepare_run_dir, resolve_device, restored_run,
@@ -191,7 +192,9 @@ def _train_locked(configs: list[TrainConfig], run_dirs: list[Path], resume: bool
                                states[index], log_extra,
                                before_write=functools.partial(_sync, runs[index], group, position)))
     order = [index for group in groups for index in group.members]
-    with signals_stop_between_steps():
+    with signals_stop_between_steps(), contextlib.ExitStack() as sessions:
+        for config, run_dir in zip(configs, run_dirs):
+            sessions.enter_context(recorded_session(run_dir, device=device, seeds=[config.seed]))
         _run_steps(groups, logs, order, tasks, configs, [runs[index][0] for index in order], device, starts[0],
                    progress)
     for log in logs:

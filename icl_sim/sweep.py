@@ -40,6 +40,7 @@ from icl_sim.mapping_files import read_settings_file
 from icl_sim.models import InContextModel
 from icl_sim.plots import Curve, Panel, draw_figure
 from icl_sim.progress import Progress
+from icl_sim.provenance import recorded_session
 from icl_sim.reports import train_config
 from icl_sim.run_io import CONFIG_FILE, load_config, read_metrics, trained_steps
 from icl_sim.threads import use_threads
@@ -286,7 +287,8 @@ def run_sweep(spec: Mapping[str, Any], root, executor: Executor = Executor(), *,
                                                                          for values, config in expanded]},
                                                 indent=2) + "\n")
         try:
-            execute_runs(runs, executor, root, threads=threads, progress=progress)
+            with recorded_session(root):
+                execute_runs(runs, executor, root, threads=threads, progress=progress)
         finally:
             rows = sweep_status(root)
             write_summary(root, rows)

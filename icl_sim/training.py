@@ -32,6 +32,7 @@ from icl_sim.models import InContextModel
 from icl_sim.optimizers import NormalizedGD, SophiaG
 from icl_sim.progress import Progress
 from icl_sim.prompt import Prompt
+from icl_sim.provenance import recorded_session
 from icl_sim.run_io import (CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, build_run_model, check_metrics_history,
                             check_optimizer_state, load_checkpoint, load_config, load_initial_weights,
                             load_model_state, load_run, save_checkpoint, save_config, trained_steps,
@@ -217,7 +218,9 @@ def train(config: TrainConfig, run_dir, *, resume: bool = False, progress: bool 
         model, optimizer, scheduler = restored_run(config, run_dir, device, state)
         if world.is_main:
             prepare_run_dir(config, run_dir, state, resume=resume)
-        with torch.random.fork_rng(devices=_rng_devices(device)), signals_stop_between_steps(world.size == 1):
+        with torch.random.fork_rng(devices=_rng_devices(device)), signals_stop_between_steps(world.size == 1), \
+                recorded_session(run_dir, device=device, seeds=[config.seed]) if world.is_main \
+                else contextlib.nullcontext():
             _run_steps(model, optimizer, scheduler, task, config, run_dir, device, state, progress, log_extra, world)
         world.barrier()  # the run directory is complete when any rank returns
     return model.eval()

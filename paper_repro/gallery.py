@@ -22,7 +22,9 @@ from filelock import FileLock
 from icl_sim.atomic import atomic_path, write_text
 from icl_sim.checks import OUTCOMES, Check, checks_from_dicts
 from icl_sim.progress import Progress
+from icl_sim.provenance import recorded_session
 from icl_sim.run_io import CHECKPOINT_FILE, trained_steps
+from icl_sim.training import resolve_device
 
 from .evidence import CLAIM_VERDICTS, CONTROL_OUTCOMES, ClaimVerdict
 from .rehearsal import REHEARSAL_FILE
@@ -220,6 +222,16 @@ def refresh_gallery(reproductions: Mapping[str, Reproduction], figures_dir, runs
     figures_dir.mkdir(parents=True, exist_ok=True)
     entries = read_records(reproductions, figures_dir)
     names = list(reproductions) if names is None else list(names)
+    with recorded_session(figures_dir, device=resolve_device(device)):
+        entries = _refreshed(reproductions, figures_dir, runs_dir, names, entries, scale, device, progress)
+    if readme is not None:
+        write_readme_table(entries, readme)
+    return entries
+
+
+def _refreshed(reproductions: Mapping[str, Reproduction], figures_dir: Path, runs_dir: Path, names: list[str],
+               entries: dict[str, GalleryEntry], scale: str, device: str, progress: bool) -> dict[str, GalleryEntry]:
+    """:func:`refresh_gallery`'s runs, figures and records, reproduction by reproduction."""
     shown = Progress(len(names), desc="gallery", unit="reproduction", enabled=progress, fraction=0, seconds=0)
     for done, name in enumerate(names, start=1):
         reproduction, scales = reproductions[name], {}
@@ -231,8 +243,6 @@ def refresh_gallery(reproductions: Mapping[str, Reproduction], figures_dir, runs
         entries = record(reproductions, figures_dir, name, scales, rehearsal_hours(runs_dir, name))
         shown.advance(done, note=f"({name})")
     shown.close()
-    if readme is not None:
-        write_readme_table(entries, readme)
     return entries
 
 

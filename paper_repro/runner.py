@@ -26,6 +26,7 @@ from icl_sim.evaluation import write_table
 from icl_sim.models import InContextModel
 from icl_sim.plots import draw_figure
 from icl_sim.prompt import Prompt
+from icl_sim.provenance import recorded_session
 from icl_sim.run_io import CHECKPOINT_FILE, CONFIG_FILE, load_config, trained_steps
 from icl_sim.seeding import make_generator
 from icl_sim.executors import Executor
@@ -154,6 +155,13 @@ def _run_locked(reproduction: Reproduction, scale: str, settings, out_dir: Path,
                 device, progress: bool, executor: Executor) -> list[Check]:
     """:func:`run_reproduction` once the lock of ``out_dir`` is held."""
     claim_output(out_dir, "reproduction", name=reproduction.name, scale=scale)
+    with recorded_session(out_dir, device=device, seeds=block):
+        return _measured(reproduction, scale, settings, out_dir, block, control, device, progress, executor)
+
+
+def _measured(reproduction: Reproduction, scale: str, settings, out_dir: Path, block: range, control: str | None,
+              device, progress: bool, executor: Executor) -> list[Check]:
+    """The runs of ``block`` trained (or, for the control, initialised), measured and checked, into ``out_dir``."""
     runs = seeded_runs(reproduction, settings, block, device)
     if control == "untrained":
         models = {key: initial_model(config, device).eval() for key, config in runs.items()}

@@ -22,6 +22,7 @@ from icl_sim.paper_repro.rehearsal import (H200_BF16_FLOPS, REHEARSAL_FILE, REHE
                                            REHEARSAL_STEPS, UTILISATION, RunCost,
                                            StepCost, fewer_prompts, rehearse)
 from icl_sim.paper_repro.runner import CONTROL_FILE, REPEAT_STRIDE, run_reproduction, seed_block
+from icl_sim.provenance import ENVIRONMENT_FILE
 from icl_sim.paper_repro.spec import Claim, Paper, Reproduction
 from icl_sim.run_io import load_config, trained_steps
 from icl_sim.tasks import LinearRegression
@@ -524,7 +525,9 @@ def test_a_named_gallery_refresh_reruns_those_and_keeps_the_others_records(tmp_p
     summary = _table((figures / "README.md").read_text(), "| reproduction |")
     assert [row[0] for row in summary] == ["[toy](#toy)", "[toy-b](#toy-b)"] and summary[0][6:] == ["12.5", "—"]
     assert sorted(path.name for path in figures.iterdir() if not path.name.endswith(".lock")) == [
-        "README.md", RECORDS_FILE, "toy-b.pdf", "toy-b.png", "toy.pdf", "toy.png"]
+        "README.md", ENVIRONMENT_FILE, RECORDS_FILE, "toy-b.pdf", "toy-b.png", "toy.pdf", "toy.png"]
+    assert [session["outcome"] for session in json.loads((figures / ENVIRONMENT_FILE).read_text())["sessions"]] == [
+        "completed", "completed"]  # each refresh's provenance
 
 
 def test_concurrent_gallery_refreshes_of_different_names_lose_no_record(tmp_path):
