@@ -76,7 +76,7 @@ while every softmax run still falls (by 7-49 % over the last fifth) toward its h
 softmax's hull floor.  The untrained control fails it by −0.51, −0.74, −0.47 and −0.95, −0.21, −0.81 (the
 Gaussian's initial loss, its unnormalised weights summing the values, is the larger).  Sanity: the whole layer at
 d = 24 reaches the global optimum in every run of both kernels (both blocks), and the other closed forms hold.
-The gallery's block (seeds 0-2) gives −0.698, −0.499, −0.190.  Before this reading (seeds 0-2 and 100-102, 3000
+The gallery's block (seeds 0-2) gives −0.415, −0.304, −0.190 (−0.698, −0.499, −0.190 under the stride of 1000).  Before this reading (seeds 0-2 and 100-102, 3000
 steps) the claim compared the whole layer's fractions at the global optimum, Gaussian minus softmax, at d = 3 and at
 a ×4 start: 0, 0.17, 0 and −0.17, 0, 0 (0, 0, 0 and 0, 0, −0.17), both kernels reaching the optimum in 16-18 runs of
 18: no stall to escape.

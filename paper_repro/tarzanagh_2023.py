@@ -74,7 +74,8 @@ Measured at quick scale, on seed blocks whose datasets are all new (run r of see
 W^1token) over every run (72-96 scored per seed), −0.214, −0.162, −0.138 and −0.206, −0.203, −0.171 (untrained −0.296,
 −0.297, −0.306 and −0.289, −0.294, −0.295): FAILED on both blocks.  On the runs the notebook's filter keeps with a
 multi-token set (4, 4, 8 and 6, 6, 6 per seed) the contrast is 0.118, −0.093, 0.137 and 0.088, 0.082, 0.132
-(reported, not checked).  Under the stride of 1000: seeds 0-2 0.131, 0.136, 0.149 and 100-102 0.152, 0.129, 0.145
+(reported, not checked).  The gallery's block (seeds 0-2, the stride of 10⁶): 0.119, 0.147, 0.134 (W), 0.119, 0.139,
+0.141 (K, Q), multi-token −0.173, −0.192, −0.148.  Under the stride of 1000: seeds 0-2 0.131, 0.136, 0.149 and 100-102 0.152, 0.129, 0.145
 (W), 0.122, 0.139, 0.134 and 0.166, 0.165, 0.150 (K, Q); the multi-token contrast on seeds 1200-1202 (datasets new
 there too) −0.145, −0.177, −0.150 (untrained −0.305, −0.305, −0.289), on 1000-1002 and 1100-1102 (old datasets)
 −0.158, −0.197, −0.162 and −0.139, −0.048, −0.215, on the gallery's 0-2 −0.159, −0.188, −0.174; with 10 ReLU-head runs
