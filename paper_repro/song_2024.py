@@ -63,23 +63,22 @@ a check of this list until seeds 1000-1002 gave 0.89 for the softmax at d = 24, 
 after 3000 steps on an ill-conditioned convex problem, measures GD's speed, not a fact: it is reported in the
 figure only.)
 
-Measured at quick (2.0 CPU min a block, 6-15 min wall beside other jobs): ``gaussian-escapes`` fails on both
-blocks whose datasets are all new (run r of seed s on seed 10⁶ r + s), the softmax ending below or near the
-Gaussian: median log10(L_softmax / L_Gaussian) −0.319, −0.397, 0.040 (seeds 1200-1202) and −0.324, 0.093, −0.234
-(seeds 1300-1302), required ≥ 0.301 in every seed; untrained −0.859, −0.530, −0.732 and −0.777, −0.780, −0.624; every
-sanity check holds on both.  Under the earlier dataset stride of 1000 (run r of seed s on seed 1000 r + s, so seed
-1000 + k retrained seed k's datasets of runs 1-2) it failed likewise: −0.086, −0.451, −0.165 (seeds
-1000-1002) and −0.035, −0.167, −0.266 (seeds 1100-1102).  At step 10000 the Gaussian
-runs have stalled (16 of 18 fell by ≤ 0.5 % over the last fifth; one of the other two reached the global optimum)
-while every softmax run still falls (by 7-49 % over the last fifth) toward its hull floor (medians 0, 0.034, 0.13 and
-0.041, 0, 0.21), so longer training moves the ratio further against the claim; no Gaussian run in 18 ended below the
-softmax's hull floor.  The untrained control fails it by −0.51, −0.74, −0.47 and −0.95, −0.21, −0.81 (the
-Gaussian's initial loss, its unnormalised weights summing the values, is the larger).  Sanity: the whole layer at
-d = 24 reaches the global optimum in every run of both kernels (both blocks), and the other closed forms hold.
-The gallery's block (seeds 0-2) gives −0.415, −0.304, −0.190 (−0.698, −0.499, −0.190 under the stride of 1000).  Before this reading (seeds 0-2 and 100-102, 3000
-steps) the claim compared the whole layer's fractions at the global optimum, Gaussian minus softmax, at d = 3 and at
-a ×4 start: 0, 0.17, 0 and −0.17, 0, 0 (0, 0, 0 and 0, 0, −0.17), both kernels reaching the optimum in 16-18 runs of
-18: no stall to escape.
+Measured at quick (2.0 CPU min a block, 6-15 min wall beside other jobs): ``gaussian-escapes`` fails on both blocks
+whose datasets are all new (run r of seed s on seed 10⁶ r + s), the softmax ending below or near the Gaussian: median
+log10(L_softmax / L_Gaussian) −0.319, −0.397, 0.040 (seeds 1200-1202) and −0.324, 0.093, −0.234 (seeds 1300-1302),
+required ≥ 0.301 in every seed; untrained −0.859, −0.530, −0.732 and −0.777, −0.780, −0.624; every sanity check holds
+on both.  Under the earlier dataset stride of 1000 (run r of seed s on seed 1000 r + s, so seed 1000 + k retrained seed
+k's datasets of runs 1-2) it failed likewise: −0.086, −0.451, −0.165 (seeds 1000-1002) and −0.035, −0.167, −0.266
+(seeds 1100-1102).  At step 10000 the Gaussian runs have stalled (16 of 18 fell by ≤ 0.5 % over the last fifth; one of
+the other two reached the global optimum) while every softmax run still falls (by 7-49 % over the last fifth) toward
+its hull floor (medians 0, 0.034, 0.13 and 0.041, 0, 0.21), so longer training moves the ratio further against the
+claim; no Gaussian run in 18 ended below the softmax's hull floor.  The untrained control fails it by −0.51, −0.74,
+−0.47 and −0.95, −0.21, −0.81 (the Gaussian's initial loss, its unnormalised weights summing the values, is the
+larger).  Sanity: the whole layer at d = 24 reaches the global optimum in every run of both kernels (both blocks), and
+the other closed forms hold. The gallery's block (seeds 0-2) gives −0.415, −0.304, −0.190 (−0.698, −0.499, −0.190
+under the stride of 1000).  Before this reading (seeds 0-2 and 100-102, 3000 steps) the claim compared the whole
+layer's fractions at the global optimum, Gaussian minus softmax, at d = 3 and at a ×4 start: 0, 0.17, 0 and −0.17, 0,
+0 (0, 0, 0 and 0, 0, −0.17), both kernels reaching the optimum in 16-18 runs of 18: no stall to escape.
 
 The figure: the fraction at the global optimum against d for each kernel, v alone and the whole layer; the
 training loss of the W^Q-alone runs of both kernels beside the softmax's hull floor; and a one-dimensional

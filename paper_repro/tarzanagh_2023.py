@@ -73,19 +73,19 @@ Measured at quick scale, on seed blocks whose datasets are all new (run r of see
 (untrained −0.615, −0.547, −0.515 and −0.541, −0.558, −0.558).  The multi-token claim, corr(W, W^mm_O) − corr(W,
 W^1token) over every run (72-96 scored per seed), −0.214, −0.162, −0.138 and −0.206, −0.203, −0.171 (untrained −0.296,
 −0.297, −0.306 and −0.289, −0.294, −0.295): FAILED on both blocks.  On the runs the notebook's filter keeps with a
-multi-token set (4, 4, 8 and 6, 6, 6 per seed) the contrast is 0.118, −0.093, 0.137 and 0.088, 0.082, 0.132
-(reported, not checked).  The gallery's block (seeds 0-2, the stride of 10⁶): 0.119, 0.147, 0.134 (W), 0.119, 0.139,
-0.141 (K, Q), multi-token −0.173, −0.192, −0.148.  Under the stride of 1000: seeds 0-2 0.131, 0.136, 0.149 and 100-102 0.152, 0.129, 0.145
-(W), 0.122, 0.139, 0.134 and 0.166, 0.165, 0.150 (K, Q); the multi-token contrast on seeds 1200-1202 (datasets new
-there too) −0.145, −0.177, −0.150 (untrained −0.305, −0.305, −0.289), on 1000-1002 and 1100-1102 (old datasets)
+multi-token set (4, 4, 8 and 6, 6, 6 per seed) the contrast is 0.118, −0.093, 0.137 and 0.088, 0.082, 0.132 (reported,
+not checked).  The gallery's block (seeds 0-2, the stride of 10⁶): 0.119, 0.147, 0.134 (W), 0.119, 0.139, 0.141 (K, Q),
+multi-token −0.173, −0.192, −0.148.  Under the stride of 1000: seeds 0-2 0.131, 0.136, 0.149 and 100-102 0.152, 0.129,
+0.145 (W), 0.122, 0.139, 0.134 and 0.166, 0.165, 0.150 (K, Q); the multi-token contrast on seeds 1200-1202 (datasets
+new there too) −0.145, −0.177, −0.150 (untrained −0.305, −0.305, −0.289), on 1000-1002 and 1100-1102 (old datasets)
 −0.158, −0.197, −0.162 and −0.139, −0.048, −0.215, on the gallery's 0-2 −0.159, −0.188, −0.174; with 10 ReLU-head runs
-per d and seed (until 2026-12-04) the notebook's filter kept 0-50 % of the runs at d = 4, 6, 8 and none of 30 at
-d = 10.  After 2000 iterations the unselected softmax mass is below 2e-15 (W) and 1e-13 (K, Q); 93-100 % of the
-selected tokens are the globally optimal ones; kept by the notebook's filter: at d = 4, 20-40 %, d = 6, 4-20 %, d = 8,
-0-12 %, d = 10, 0-8 %; over the kept runs 1 − corr(W, W^mm_O) is 0.002-0.049 against 0.075-0.41 for W^1token.  With
-100 ReLU-head runs per seed and both rank sweeps the quick scale takes 2.6 CPU min (8-15 min wall on a shared
-machine).  The rehearsal of the full scale (12 204 runs, 12 000 of them the ReLU head's) passed in 22 min wall
-(8.5 CPU min; every run's SVMs are solved).
+per d and seed (until 2026-12-04) the notebook's filter kept 0-50 % of the runs at d = 4, 6, 8 and none of 30 at d =
+10.  After 2000 iterations the unselected softmax mass is below 2e-15 (W) and 1e-13 (K, Q); 93-100 % of the selected
+tokens are the globally optimal ones; kept by the notebook's filter: at d = 4, 20-40 %, d = 6, 4-20 %, d = 8, 0-12 %,
+d = 10, 0-8 %; over the kept runs 1 − corr(W, W^mm_O) is 0.002-0.049 against 0.075-0.41 for W^1token.  With 100
+ReLU-head runs per seed and both rank sweeps the quick scale takes 2.6 CPU min (8-15 min wall on a shared
+machine).  The rehearsal of the full scale (12 204 runs, 12 000 of them the ReLU head's) passed in 22 min wall (8.5 CPU
+min; every run's SVMs are solved).
 
 Scales: ``quick`` is the notebook's setting with 10 datasets per seed (30 per parameterisation, the notebook
 100), 10 rank instances per (n, T, d) (theirs 100) and 25 ReLU-head runs per d and seed; ``full`` 34 datasets per seed
