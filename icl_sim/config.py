@@ -127,6 +127,9 @@ class TrainConfig:
     checkpoint_every: int = _field(1000, "steps between checkpoints", minimum=1)
     checkpoint_minutes: float = _field(5.0, "minutes between checkpoints (besides every checkpoint_every steps)",
                                        minimum=0.0, strict=True)
+    keep_every: int = _field(0, "keep the model's weights every K steps in snapshots/step-K.safetensors, read back by "
+                             "load_run(RUN_DIR, step=K) (0: only the latest checkpoint; Garg et al. keep "
+                             "model_{step}.pt)", minimum=0, added="2026-12-05")
     init_from: str = _field("", "a new run from the trained weights of this run directory (its model and task "
                             "shapes), with a fresh optimiser and schedule; recorded in config.json", metavar="RUN_DIR",
                             default_text="none: initialised from the seed", added="2026-12-02")

@@ -49,7 +49,7 @@ from icl_sim.training import (RunLog, autocast_context, clip_matrix_norms_, init
 #: TrainConfig fields that may differ between the runs of an ensemble; all others must be equal
 PER_RUN_FIELDS = ("task_params", "seed", "lr", "optimizer", "betas", "adam_eps", "weight_decay", "momentum",
                   "lr_schedule", "warmup_steps", "grad_clip", "log_every", "checkpoint_every", "checkpoint_minutes",
-                  "unverified_edit")
+                  "keep_every", "unverified_edit")
 #: the fields that decide a run's optimiser and learning-rate schedule: runs equal in them share one optimiser
 OPTIMISER_FIELDS = ("optimizer", "lr", "betas", "adam_eps", "weight_decay", "momentum", "lr_schedule",
                     "warmup_steps")

@@ -19,6 +19,7 @@ import warnings
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file, save_file
 
 from icl_sim.atomic import atomic_path, write_text
 from icl_sim.config import ADDED_FIELDS, TrainConfig
@@ -33,6 +34,7 @@ CONFIG_CHECKSUM_FILE = "config.json.sha256"
 CHECKPOINT_FILE = "checkpoint.pt"
 CHECKSUM_FILE = "checkpoint.pt.sha256"
 METRICS_FILE = "metrics.jsonl"
+SNAPSHOTS_FOLDER = "snapshots"
 
 #: what every checkpoint holds, and the type of each entry
 CHECKPOINT_ENTRIES = {"step": int, "model": dict, "optimizer": dict, "scheduler": dict, "window_loss": torch.Tensor,
@@ -206,11 +208,47 @@ def build_run_model(config: TrainConfig) -> InContextModel:
     return build_model(config.model, task.dim, task.points, task.target_dim, **config.model_params)
 
 
-def load_run(run_dir, device="cpu") -> InContextModel:
-    """The trained model of a run directory, validated, in evaluation mode: a Predictor."""
+def load_run(run_dir, device="cpu", *, step: int | None = None) -> InContextModel:
+    """The trained model of a run directory, validated, in evaluation mode: a Predictor; with ``step``, the
+    weights its snapshot of that step kept (``keep_every``) instead of the latest checkpoint's."""
     model = build_run_model(load_config(run_dir))
-    load_model_state(model, load_checkpoint(run_dir, device)["model"], run_dir)
+    weights = load_checkpoint(run_dir, device)["model"] if step is None else load_snapshot(run_dir, step, device)
+    load_model_state(model, weights, run_dir)
     return model.to(device).eval()
+
+
+def snapshot_path(run_dir, step: int) -> Path:
+    return Path(run_dir) / SNAPSHOTS_FOLDER / f"step-{step}.safetensors"
+
+
+def save_snapshot(run_dir, step: int, weights: dict[str, torch.Tensor]) -> None:
+    """Atomically keep ``weights`` as the snapshot of ``step`` (safetensors: tensors only, nothing to unpickle;
+    each tensor copied, so weights that share storage are saved apart)."""
+    with atomic_path(snapshot_path(run_dir, step)) as temporary:
+        save_file({name: value.detach().cpu().clone().contiguous() for name, value in weights.items()},
+                  str(temporary))
+
+
+def snapshot_steps(run_dir) -> list[int]:
+    """The steps whose snapshots ``run_dir`` keeps, in order."""
+    folder = Path(run_dir) / SNAPSHOTS_FOLDER
+    names = (path.name for path in folder.glob("step-*.safetensors")) if folder.is_dir() else ()
+    return sorted(int(name[len("step-"):-len(".safetensors")]) for name in names
+                  if name[len("step-"):-len(".safetensors")].isdigit())
+
+
+def load_snapshot(run_dir, step: int, device="cpu") -> dict[str, torch.Tensor]:
+    """The weights of the snapshot of ``step``; a missing or unreadable one is a one-line error."""
+    path = snapshot_path(run_dir, step)
+    if not path.is_file():
+        kept = snapshot_steps(run_dir)
+        raise ValueError(f"run directory {str(run_dir)!r} keeps no snapshot of step {step}; it keeps "
+                         + (f"steps {', '.join(map(str, kept))}" if kept else
+                            "none (train with --keep-every K to keep the weights every K steps)"))
+    try:
+        return load_file(str(path), device=str(device))
+    except Exception as error:  # safetensors raises its own errors on a damaged header or a truncated file
+        raise ValueError(f"cannot read {path}: {type(error).__name__}: {_first_line(error)}") from None
 
 
 def read_metrics(run_dir) -> list[dict]:

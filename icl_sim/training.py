@@ -35,8 +35,8 @@ from icl_sim.prompt import Prompt
 from icl_sim.provenance import recorded_session
 from icl_sim.run_io import (CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, build_run_model, check_metrics_history,
                             check_optimizer_state, load_checkpoint, load_config, load_initial_weights,
-                            load_model_state, load_run, save_checkpoint, save_config, trained_steps,
-                            truncate_metrics)
+                            load_model_state, load_run, save_checkpoint, save_config, save_snapshot,
+                            trained_steps, truncate_metrics)
 from icl_sim.seeding import derive_seed, make_generator, seed_global_generators
 from icl_sim.tasks import Task, make_task
 
@@ -357,8 +357,9 @@ class RunLog:
         log_due = done % config.log_every == 0 or done == config.steps
         checkpoint_due = (done % config.checkpoint_every == 0 or done == config.steps
                           or time.monotonic() - self.saved_at >= 60 * config.checkpoint_minutes)
+        snapshot_due = config.keep_every > 0 and done % config.keep_every == 0
         mean = None
-        if log_due or checkpoint_due:
+        if log_due or checkpoint_due or snapshot_due:
             self.before_write()
         if log_due:
             mean = self._finite_window_mean(done)
@@ -369,6 +370,9 @@ class RunLog:
             if self.writes:
                 self._write_record(done, mean, prompt)
             self.window_loss, self.window_steps = torch.zeros_like(self.window_loss), 0
+        if snapshot_due and self.writes:  # before the checkpoint: a checkpointed step's snapshot exists
+            self._finite_window_mean(done)  # a diverged model is never kept
+            save_snapshot(self.run_dir, done, self.model.state_dict())
         if checkpoint_due:
             self._finite_window_mean(done)
             self.checkpoint(done)
