@@ -106,6 +106,10 @@ minutes, 69 min wall at load 6-9):
   0.50 where GF(2) elimination is at 0.965 over positions ≥ n; parity fractions −0.02, −0.01, 0.01), but the
   contrast follows the conjunction models: −0.80, 0.44, −1.19, interval [−2.6, 1.6].
 * teaching-sample-efficient holds again: fraction 1.0 on every seed, 0.397 above elimination without teaching.
+
+Its untrained control (seeds 0-2, /tmp/fresh/bhattamishra-2023-long-0) fails the three claims by finite values:
+fractions −4.80, −4.79, −4.76 and −5.06, −4.75, −4.82; parity contrast −4.79, −4.78, −4.75 (its binomial half
+holds, p = 0.50, 0.54, 0.54); teaching −2.66, −2.67, −2.61 and −0.08, −0.11, −0.06.
 """
 from __future__ import annotations
 
