@@ -113,7 +113,9 @@ against 0.75 (inconclusive), and its accuracy on all queries, CI [0.983, 0.986],
 0.9942 (failed); the models sit between 2 and 3 rounds of squaring on the hard slice (0.662, 0.888) and still say
 "connected" to half the disconnected pairs whose ends have edges.  ``depth-helps-hard`` FAILED: depth 5 − depth 1
 is −0.015, 0.055, 0.055, CI [−0.068, 0.132], below 0.25 (and not above 0 either); depth 1 is the better of the two
-on all queries.  The untrained control: see the claims' analysis.
+on all queries.  The untrained control (``--first-seed 0 --control untrained``, 3.3 min wall) fails both by finite
+values: depth-5 balanced hard slice 0.510, 0.522, 0.494 (CI [0.474, 0.544] < 0.75); all queries 0.565, 0.403,
+0.872 (inconclusive against 0.9942); depth 5 − depth 1: −0.045, 0.019, −0.026 (CI [−0.098, 0.063] < 0.25).
 """
 from __future__ import annotations
 
