@@ -182,7 +182,8 @@ CLAIMS = (
           reason="its contrast needs a model that learns conjunctions, which the quick scale's does not: the "
                  "conjunction fractions are −1.00, −1.68, −0.52 (seeds 0-2) and −0.98, −0.07, −1.04 (seeds 100-102) "
                  "where the parity model's is near 0 (binomial p = 0.083, 0.99, 0.58 and 0.068, 0.41, 0.017; accuracy "
-                 "0.514, 0.500, 0.504 where GF(2) elimination is at 0.9995), so the contrast cannot reach 1/2 there",
+                 "0.514, 0.500, 0.504 where GF(2) elimination is at 0.9995), so the contrast cannot reach 1/2 there "
+                 "(seeds 0-2: −1.03, −1.68, −0.53)",
           analysis="INCONCLUSIVE at long on seeds 0-2 (first run at this setting): at chance on parities in every seed "
                    "(binomial p = 0.22, 0.39, 0.39; parity fractions −0.02, −0.01, 0.01), but the contrast is "
                    "−0.80, 0.44, −1.19: it rests on the conjunction models, of which one seed leaves the plateau"),
