@@ -207,18 +207,16 @@ def _largest_setting(config: TrainConfig) -> tuple[str, int]:
 
 
 def evaluate_run(run_dir, *, num_prompts: int = 1280, seed: int = 0, device: str = "auto", out_dir=None,
-                 progress: bool = False) -> tuple[list[dict], dict[str, Path]]:
+                 progress: bool = False, checkpoint_format: str = "icl-sim") -> tuple[list[dict], dict[str, Path]]:
     """Compare the run's model with the task's baselines; write results.csv/json and error_curve.png."""
-    config = load_config(run_dir)
     device = resolve_device(device)
-    task = make_task(config.task, **config.task_params)
-    model = load_run(run_dir, device)
-    predictors = {f"{config.model} (trained)": model, **task.baselines()}
+    model, task, model_name = run_model_and_task(run_dir, device, checkpoint_format)
+    predictors = {f"{model_name} (trained)": model, **task.baselines()}
     records = evaluate(predictors, task, num_prompts=num_prompts, seed=seed, device=device, progress=progress)
     out_dir = Path(out_dir) if out_dir is not None else Path(run_dir) / "eval"
     with removed_if_failed(out_dir):  # a full disk leaves no empty folder
         csv_path, json_path = write_table(records, out_dir)
-        title = f"{config.model} on {config.task} (d={task.dim})"
+        title = f"{model_name} on {task.name} (d={task.dim})"
         if task.evaluated_positions == "last":
             figure = plot_bars(records, out_dir / "error_curve.png", title=title)
         else:
@@ -227,6 +225,22 @@ def evaluate_run(run_dir, *, num_prompts: int = 1280, seed: int = 0, device: str
             figure = plot_error_curves(plotted, out_dir / "error_curve.png", title=title,
                                        trivial_level=trivial() if trivial is not None else None)
     return records, {"csv": csv_path, "json": json_path, "figure": figure}
+
+
+#: the run directories ``eval`` and ``probe`` read: icl-sim's own, or Garg et al.'s (their released models)
+CHECKPOINT_FORMATS = ("icl-sim", "garg")
+
+
+def run_model_and_task(run_dir, device, checkpoint_format: str = "icl-sim"):
+    """The trained model of ``run_dir`` (a Predictor), its task, and the model's name, for a run directory in
+    ``checkpoint_format`` (:data:`CHECKPOINT_FORMATS`)."""
+    check_choice("checkpoint_format", checkpoint_format, CHECKPOINT_FORMATS)
+    if checkpoint_format == "garg":
+        from icl_sim.models.hf_gpt2 import garg_task, load_garg_checkpoint
+
+        return load_garg_checkpoint(run_dir, device), garg_task(run_dir), "gpt (Garg et al.'s checkpoint)"
+    config = load_config(run_dir)
+    return load_run(run_dir, device), make_task(config.task, **config.task_params), config.model
 
 
 def final_position_summary(records: list[dict]) -> list[str]:
@@ -238,7 +252,7 @@ def final_position_summary(records: list[dict]) -> list[str]:
 
 def probe_run(run_dir, algorithm: str, *, step_params: str = "shared", steps: int | None = None,
               num_prompts: int = 1024, seed: int = 0, device: str = "auto", readout: str = "direct",
-              out_dir=None, progress: bool = False) -> tuple[dict, dict[str, Path]]:
+              out_dir=None, progress: bool = False, checkpoint_format: str = "icl-sim") -> tuple[dict, dict[str, Path]]:
     """:func:`icl_sim.probing.probe` of the run's model on its task, written as a table and a heatmap.
 
     Writes ``NAME.{csv,json}`` (the records) and ``NAME.png`` (layer × step residual cosine) to
@@ -246,10 +260,10 @@ def probe_run(run_dir, algorithm: str, *, step_params: str = "shared", steps: in
     parameters and ``-fitted`` for the fitted read-out, so no two settings overwrite each other;
     returns probe's result and the paths (``csv``, ``json``, ``figure``).
     """
-    config = load_config(run_dir)
-    device, task = resolve_device(device), make_task(config.task, **config.task_params)
+    device = resolve_device(device)
+    model, task, model_name = run_model_and_task(run_dir, device, checkpoint_format)
     check_prompts_fit(task, "num_prompts", num_prompts, prompt_sets=2)  # tuning and probe prompts
-    result = probe(load_run(run_dir, device), task, algorithm, steps=steps, step_params=step_params,
+    result = probe(model, task, algorithm, steps=steps, step_params=step_params,
                    num_prompts=num_prompts, seed=seed, device=device, readout=readout, progress=progress)
     out_dir = Path(out_dir) if out_dir is not None else Path(run_dir) / "probe"
     name = "-".join([algorithm] + [step_params] * (step_params != "shared") + [readout] * (readout != "direct"))
@@ -259,7 +273,7 @@ def probe_run(run_dir, algorithm: str, *, step_params: str = "shared", steps: in
         layers, steps = (sorted(set(index)) for index in zip(*cosines))
         figure = plot_heatmap([[cosines[layer, step] for step in steps] for layer in layers], out_dir / f"{name}.png",
                               rows=layers, columns=steps, xlabel=f"{algorithm} step ({step_params} step parameters)",
-                              ylabel="layer", colorbar="residual cosine", title=f"{config.model} vs {algorithm}")
+                              ylabel="layer", colorbar="residual cosine", title=f"{model_name} vs {algorithm}")
     return result, {"csv": csv_path, "json": json_path, "figure": figure}
 
 

@@ -22,7 +22,8 @@ from icl_sim.paper_repro import SCALES
 from icl_sim.paper_repro.gallery import GALLERY_SCALES
 from icl_sim.paper_repro.runner import CONTROLS as REPRO_CONTROLS
 from icl_sim.probing import READOUTS, STEP_PARAMS
-from icl_sim.reports import PRECONDITIONERS, compare_weights_run, probe_latent_run, probe_run
+from icl_sim.reports import (CHECKPOINT_FORMATS, PRECONDITIONERS, compare_weights_run, probe_latent_run,
+                             probe_run)
 from icl_sim.executors import EXECUTORS
 from icl_sim.tasks import TASKS
 from icl_sim.training import train
@@ -206,6 +207,7 @@ def test_the_catalogue_is_the_registries():
 @pytest.mark.parametrize("light, registry", [(choices.MODELS, tuple(sorted(MODELS))), (choices.READOUTS, READOUTS),
                                              (choices.STEP_PARAMS, STEP_PARAMS),
                                              (choices.PRECONDITIONERS, PRECONDITIONERS), (choices.SCALES, SCALES),
+                                             (choices.CHECKPOINT_FORMATS, CHECKPOINT_FORMATS),
                                              (choices.EXECUTORS, EXECUTORS), (choices.LATENT_PROBES, PROBES),
                                              (choices.LATENT_CONTROLS, CONTROLS),
                                              (choices.CONTROLS, REPRO_CONTROLS),

@@ -15,6 +15,8 @@ STEP_PARAMS = ("shared", "per-step")
 READOUTS = ("direct", "fitted")
 #: icl_sim.reports.PRECONDITIONERS
 PRECONDITIONERS = ("identity", "optimal")
+#: icl_sim.reports.CHECKPOINT_FORMATS
+CHECKPOINT_FORMATS = ("icl-sim", "garg")
 #: icl_sim.paper_repro.SCALES
 SCALES = ("smoke", "quick", "long", "full")
 #: icl_sim.paper_repro.gallery.GALLERY_SCALES

@@ -4,7 +4,8 @@ from __future__ import annotations
 import click
 
 from icl_sim.cli.given_once import option
-from icl_sim.cli.options import device_option, progress_option, run_dir_argument, seed_option
+from icl_sim.cli.options import (checkpoint_format_option, device_option, progress_option, run_dir_argument,
+                                 seed_option)
 
 
 @click.command("eval")
@@ -13,12 +14,14 @@ from icl_sim.cli.options import device_option, progress_option, run_dir_argument
         help="held-out prompts; refused up front if the estimated memory exceeds what is available")
 @seed_option
 @device_option
+@checkpoint_format_option
 @progress_option
-def eval_command(run_dir, num_prompts, seed, device, progress):
+def eval_command(run_dir, num_prompts, seed, device, checkpoint_format, progress):
     """Compare a trained run with its task's baselines: RUN_DIR/eval/results.{csv,json}, error_curve.png."""
     from icl_sim.reports import evaluate_run, final_position_summary
 
-    records, paths = evaluate_run(run_dir, num_prompts=num_prompts, seed=seed, device=device, progress=progress)
+    records, paths = evaluate_run(run_dir, num_prompts=num_prompts, seed=seed, device=device, progress=progress,
+                                  checkpoint_format=checkpoint_format)
     click.echo("metric at the last position, by predictor and slice of prompts (mean [95% bootstrap interval]):")
     for line in final_position_summary(records):
         click.echo(f"  {line}")

@@ -11,12 +11,17 @@ from typing import Iterable, Mapping
 
 import click
 
+from icl_sim.cli import choices
 from icl_sim.cli.given_once import option
 from icl_sim.config import DEVICES
 from icl_sim.params import is_mapping, non_optional
 from icl_sim.validation import LARGEST_INT
 
 device_option = option("--device", type=click.Choice(DEVICES), default="auto", show_default=True)
+checkpoint_format_option = option(
+    "--checkpoint-format", type=click.Choice(choices.CHECKPOINT_FORMATS), default="icl-sim", show_default=True,
+    help="RUN_DIR's format: icl-sim's, or Garg et al.'s (config.yaml and state.pt, as their code writes them: "
+         "their released models)")
 seed_option = option("--seed", type=click.IntRange(min=0, max=LARGEST_INT), default=0, show_default=True,
                      help="evaluation seed")
 progress_option = option("--progress/--no-progress", default=None,

@@ -7,7 +7,8 @@ import click
 
 from icl_sim.cli import choices
 from icl_sim.cli.given_once import option
-from icl_sim.cli.options import device_option, json_option, progress_option, run_dir_argument, seed_option
+from icl_sim.cli.options import (checkpoint_format_option, device_option, json_option, progress_option,
+                                 run_dir_argument, seed_option)
 
 #: the most steps a probe takes: a model's layers match within the first few tens
 MAX_STEPS = 1000
@@ -30,8 +31,10 @@ MAX_STEPS = 1000
         help="direct: the model's own read-out after each layer; fitted: a linear read-out of each layer's "
              "hidden state fitted on held-out prompts (Fu et al.)")
 @option("--json", "as_json", is_flag=True, help="print one JSON object {records, best, parameters}")
+@checkpoint_format_option
 @progress_option
-def probe_command(run_dir, algorithm, step_params, steps, num_prompts, seed, device, readout, as_json, progress):
+def probe_command(run_dir, algorithm, step_params, steps, num_prompts, seed, device, readout, as_json,
+                  checkpoint_format, progress):
     """Match every layer of a trained model with steps of an algorithm.
 
     \b
@@ -50,7 +53,8 @@ def probe_command(run_dir, algorithm, step_params, steps, num_prompts, seed, dev
     from icl_sim.reports import probe_run, residual_cosines
 
     result, paths = probe_run(run_dir, algorithm, step_params=step_params, steps=steps, num_prompts=num_prompts,
-                              seed=seed, device=device, readout=readout, progress=progress)
+                              seed=seed, device=device, readout=readout, progress=progress,
+                              checkpoint_format=checkpoint_format)
     if as_json:
         click.echo(json.dumps(result, indent=2))
         return
