@@ -13,7 +13,10 @@ from typing import Callable
 def atomic_path(path):
     """Yield a temporary path beside ``path``; rename it over ``path`` only if the block succeeds.
 
-    A failed write in the block (a full disk) is an OSError naming ``path`` (:func:`naming_in_errors`).
+    The new file's bytes reach the disk before the rename and the rename before this returns (``fsync`` of the
+    file, then of its directory), so after a node's crash ``path`` is the old file or the whole new one, never a
+    renamed file whose bytes were still in the page cache.  A failed write in the block (a full disk) is an
+    OSError naming ``path`` (:func:`naming_in_errors`).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -22,11 +25,25 @@ def atomic_path(path):
     try:
         with naming_in_errors(path):
             yield Path(temporary)
+            _synced(temporary, os.O_RDONLY)
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
         os.replace(temporary, path)
+        _synced(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     finally:
         if os.path.exists(temporary):
             os.remove(temporary)
+
+
+def _synced(path, flags: int) -> None:
+    """``fsync`` the file or directory at ``path`` (a file system that cannot sync a directory is let be)."""
+    descriptor = os.open(path, flags)
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        if not os.path.isdir(path):  # some network file systems refuse fsync on a directory
+            raise
+    finally:
+        os.close(descriptor)
 
 
 @contextlib.contextmanager
