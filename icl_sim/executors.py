@@ -4,10 +4,10 @@ Kept apart from ``icl_sim.sweep`` so that the command line can take an executor'
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from icl_sim.threads import allocated_cores
 from icl_sim.validation import check_choice, check_int
 
 #: where runs execute: local processes, SLURM jobs, or one after another in this process (submitit's debug
@@ -50,7 +50,7 @@ class Executor:
 
         if torch.cuda.is_available():
             return torch.cuda.device_count()
-        return max(1, (os.cpu_count() or 1) // (threads or 1))
+        return max(1, allocated_cores() // (threads or 1))
 
     def job_gpus(self) -> int:
         """GPUs per job: ``gpus_per_node``, else one where this machine has CUDA; a local job cannot have more than

@@ -5,10 +5,19 @@ import os
 from pathlib import Path
 
 MEMINFO = Path("/proc/meminfo")
+#: cgroup v2's memory limit and use of this process's group (what SLURM and containers enforce)
+CGROUP_LIMIT, CGROUP_USE = Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory.current")
 
 
 def available_bytes() -> int | None:
-    """Memory available to a new allocation: Linux's MemAvailable, else free pages × page size, else None."""
+    """Memory available to a new allocation: the least of the machine's (Linux's MemAvailable, else free pages ×
+    page size), what this process's cgroup leaves under its limit, and a SLURM job's allocation; None if none is
+    known.  On a shared node the machine's free memory is not the job's."""
+    found = [value for value in (_machine_available(), _cgroup_available(), _slurm_allocation()) if value is not None]
+    return min(found) if found else None
+
+
+def _machine_available() -> int | None:
     try:
         for line in MEMINFO.read_text().splitlines():
             if line.startswith("MemAvailable:"):
@@ -19,6 +28,28 @@ def available_bytes() -> int | None:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, OSError, ValueError):
         return None
+
+
+def _cgroup_available() -> int | None:
+    """The cgroup's limit minus its use (None without a cgroup v2 limit: "max" or no file)."""
+    try:
+        limit = CGROUP_LIMIT.read_text().strip()
+        return None if limit == "max" else max(0, int(limit) - int(CGROUP_USE.read_text()))
+    except (OSError, ValueError):
+        return None
+
+
+def _slurm_allocation() -> int | None:
+    """A SLURM job's memory: ``--mem`` (SLURM_MEM_PER_NODE, MB) or ``--mem-per-cpu`` times its CPUs."""
+    try:
+        if "SLURM_MEM_PER_NODE" in os.environ:
+            return int(os.environ["SLURM_MEM_PER_NODE"]) * 2**20
+        if "SLURM_MEM_PER_CPU" in os.environ:
+            cpus = int(os.environ.get("SLURM_CPUS_ON_NODE", os.environ.get("SLURM_CPUS_PER_TASK", "1")))
+            return int(os.environ["SLURM_MEM_PER_CPU"]) * 2**20 * cpus
+    except ValueError:
+        return None
+    return None
 
 
 def check_fits(name: str, value, needed_bytes: int) -> None:

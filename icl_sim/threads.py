@@ -13,9 +13,22 @@ import sys
 from icl_sim.validation import check_int
 
 
+def allocated_cores() -> int:
+    """The cores this process may run on: a SLURM job's ``--cpus-per-task``, else the CPU affinity the scheduler
+    or container set (``sched_getaffinity``), else the machine's cores."""
+    if os.environ.get("SLURM_CPUS_PER_TASK", "").isdigit():
+        return max(1, int(os.environ["SLURM_CPUS_PER_TASK"]))
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
 def idle_cores() -> int:
-    """The cores not busy with other work: all cores minus the 1-minute load average, at least one."""
-    cores = os.cpu_count() or 1
+    """The cores not busy with other work: in a SLURM job its allocation (the node's load is other jobs', on
+    other cores); elsewhere the allocated cores minus the 1-minute load average, at least one."""
+    cores = allocated_cores()
+    if "SLURM_JOB_ID" in os.environ:
+        return cores
     return max(1, min(cores, round(cores - os.getloadavg()[0])))
 
 
@@ -28,10 +41,10 @@ def use_threads(count: int | None = None) -> int:
     """
     count = idle_cores() if count is None else count
     check_int("threads", count, 1)
-    cores = os.cpu_count()
-    if cores is not None and count > cores:
-        print(f"Warning: threads={count} is more than this machine's {cores} cores, which only slows the kernels "
-              f"down; use at most {cores}", file=sys.stderr)
+    cores = allocated_cores()
+    if count > cores:
+        print(f"Warning: threads={count} is more than the {cores} cores this process may use, which only slows "
+              f"the kernels down; use at most {cores}", file=sys.stderr)
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(count)
     else:

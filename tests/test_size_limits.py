@@ -114,7 +114,7 @@ def test_a_probably_unintended_value_is_one_warning_line(tmp_path, args, warning
 def test_more_threads_than_cores_is_one_warning_line():
     result = invoke("--threads", "100000", "tasks")
     assert result.exit_code == 0
-    assert result.stderr.startswith("Warning: threads=100000 is more than this machine's")
+    assert result.stderr.startswith("Warning: threads=100000 is more than the ")
     assert len(result.stderr.strip().splitlines()) == 1
 
 
@@ -174,3 +174,27 @@ def test_a_run_of_many_flop_is_warned_about_with_its_hours():
     warning = next(text for text in config_warnings(config) if "FLOP" in text)
     assert warning.startswith(f"training this config is about {flop:.1e} FLOP") and f"{flop / 3.6e15:.3g} hours" in warning
     assert not any("FLOP" in text for text in config_warnings(dataclasses.replace(config, steps=1000)))
+
+
+def test_available_memory_is_the_least_of_the_machine_the_cgroup_and_the_slurm_job(tmp_path, monkeypatch):
+    """On a shared node the machine's free memory is not the job's: its cgroup's room and SLURM's --mem bound it."""
+    from icl_sim import memory
+
+    (tmp_path / "meminfo").write_text("MemTotal: 100000000 kB\nMemAvailable: 50000000 kB\n")
+    (tmp_path / "memory.max").write_text("8000000000\n")
+    (tmp_path / "memory.current").write_text("3000000000\n")
+    monkeypatch.setattr(memory, "MEMINFO", tmp_path / "meminfo")
+    monkeypatch.setattr(memory, "CGROUP_LIMIT", tmp_path / "memory.max")
+    monkeypatch.setattr(memory, "CGROUP_USE", tmp_path / "memory.current")
+    for name in ("SLURM_MEM_PER_NODE", "SLURM_MEM_PER_CPU"):
+        monkeypatch.delenv(name, raising=False)
+    assert memory.available_bytes() == 5_000_000_000  # the cgroup's room, below the machine's 51.2 GB
+    monkeypatch.setenv("SLURM_MEM_PER_CPU", "1000")
+    monkeypatch.setenv("SLURM_CPUS_ON_NODE", "2")
+    assert memory.available_bytes() == 2000 * 2**20
+    monkeypatch.setenv("SLURM_MEM_PER_NODE", "4000")
+    assert memory.available_bytes() == 4000 * 2**20
+    (tmp_path / "memory.max").write_text("max\n")
+    monkeypatch.delenv("SLURM_MEM_PER_NODE")
+    monkeypatch.delenv("SLURM_MEM_PER_CPU")
+    assert memory.available_bytes() == 50_000_000 * 1024  # no limit but the machine's

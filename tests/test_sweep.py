@@ -21,6 +21,7 @@ from icl_sim.paper_repro import von_oswald_2023
 from icl_sim.paper_repro.runner import run_reproduction
 from icl_sim.run_io import load_checkpoint, load_config, read_metrics, trained_steps
 from icl_sim.executors import Executor
+from icl_sim.threads import allocated_cores
 from icl_sim.sweep import JOBS_FILE, SweepFailed, expand_grid, read_spec, run_sweep, sweep_status
 from icl_sim.training import train
 from tiny_runs import assert_identical
@@ -134,7 +135,7 @@ def test_the_local_executor_starts_at_most_parallel_runs_at_once(tmp_path):
 
 def test_runs_at_once_defaults_to_what_the_cores_hold_and_is_unbounded_under_slurm(monkeypatch):
     monkeypatch.setattr("torch.cuda.is_available", lambda: False)
-    cores = os.cpu_count()
+    cores = allocated_cores()
     assert Executor("local").runs_at_once(threads=1) == cores
     assert Executor("local").runs_at_once(threads=cores + 1) == 1
     assert Executor("local", parallel=3).runs_at_once(threads=1) == 3

@@ -12,9 +12,22 @@ from icl_sim.seeding import seed_global_generators
 @pytest.mark.parametrize("cores, load, expected", [(2, 0.0, 2), (2, 0.4, 2), (2, 0.6, 1), (2, 2.0, 1), (2, 7.5, 1),
                                                    (16, 3.2, 13), (16, 0.0, 16), (1, 0.0, 1)])
 def test_idle_cores_are_all_cores_minus_the_load_at_least_one(monkeypatch, cores, load, expected):
-    monkeypatch.setattr(threads.os, "cpu_count", lambda: cores)
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    monkeypatch.setattr(threads, "allocated_cores", lambda: cores)
     monkeypatch.setattr(threads.os, "getloadavg", lambda: (load, load, load))
     assert threads.idle_cores() == expected
+
+
+def test_a_slurm_job_or_an_affinity_mask_is_what_this_process_may_use(monkeypatch):
+    """On a shared node the node's cores and load are other jobs': the allocation decides."""
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 3, 5}, raising=False)
+    monkeypatch.setattr(threads.os, "getloadavg", lambda: (40.0, 40.0, 40.0))
+    monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    assert threads.allocated_cores() == 3 and threads.idle_cores() == 1  # a busy node outside SLURM
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", "8")
+    assert threads.allocated_cores() == 8 and threads.idle_cores() == 8
 
 
 def test_use_threads_sets_torch_and_refuses_zero():
