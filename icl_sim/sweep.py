@@ -120,11 +120,17 @@ def run_id(config: TrainConfig) -> str:
     return hashlib.sha256(config.to_json().encode()).hexdigest()[:12]
 
 
-def train_remaining(config: TrainConfig, run_dir, threads: int | None = None,
-                    log_extra: Callable[[InContextModel], dict] | None = None) -> None:
-    """A job: train ``config`` in ``run_dir`` to its end, from scratch or resumed from its last checkpoint."""
-    use_threads(threads)
-    train_to_end(config, run_dir, progress=False, log_extra=log_extra)
+class RemainingTraining(submitit.helpers.Checkpointable):
+    """A job: train ``config`` in ``run_dir`` to its end, from scratch or resumed from its last checkpoint.
+
+    Checkpointable: a job SLURM stops at its time limit or preempts is requeued with the same arguments (submitit's
+    ``checkpoint``) and resumes the run from its last checkpoint, at most ``checkpoint_minutes`` behind.
+    """
+
+    def __call__(self, config: TrainConfig, run_dir, threads: int | None = None,
+                 log_extra: Callable[[InContextModel], dict] | None = None) -> None:
+        use_threads(threads)
+        train_to_end(config, run_dir, progress=False, log_extra=log_extra)
 
 
 def execute_runs(runs: Mapping[str, tuple[TrainConfig, Path]], executor: Executor, root, *,
@@ -158,7 +164,7 @@ def execute_runs(runs: Mapping[str, tuple[TrainConfig, Path]], executor: Executo
             return {}
         controllers = output_to(root / JOBS_FOLDER / CONTROLLER_LOG) if executor.kind == "local" else nullcontext()
         with controllers, submitter.batch():  # the batch submits as it closes, inside the redirection
-            submitted = {key: submitter.submit(train_remaining, config, run_dir, threads, log_extra)
+            submitted = {key: submitter.submit(RemainingTraining(), config, run_dir, threads, log_extra)
                          for key, (config, run_dir) in batch}
         record_jobs(root, {key: {"executor": executor.kind, "job_id": job.job_id} for key, job in submitted.items()})
         jobs.update(submitted)

@@ -22,9 +22,9 @@ from icl_sim.paper_repro.runner import run_reproduction
 from icl_sim.run_io import load_checkpoint, load_config, read_metrics, trained_steps
 from icl_sim.executors import Executor
 from icl_sim.threads import allocated_cores
-from icl_sim.sweep import JOBS_FILE, SweepFailed, expand_grid, read_spec, run_sweep, sweep_status
+from icl_sim.sweep import JOBS_FILE, RemainingTraining, SweepFailed, expand_grid, read_spec, run_sweep, sweep_status
 from icl_sim.training import train
-from tiny_runs import assert_identical
+from tiny_runs import Stop, assert_identical, stop_at
 
 BASE = {"dim": 2, "points": 5, "batch_size": 8, "device": "cpu", "log_every": 5, "checkpoint_every": 10}
 
@@ -260,3 +260,23 @@ def test_a_warning_that_concerns_every_run_is_printed_once(tmp_path):
     assert [line for line in result.stderr.splitlines() if line.startswith("Warning: ")] == [
         "Warning: warmup_steps=5 is longer than the run (steps=3): the learning rate never reaches lr; "
         "lower warmup_steps"]
+
+
+def test_a_job_stopped_at_its_time_limit_is_requeued_and_resumes_its_run(tmp_path):
+    """submitit requeues a Checkpointable job SLURM stops at its time limit with the same arguments; the requeued
+    job resumes the run from its last checkpoint and trains it to its end."""
+    import submitit
+
+    config = TrainConfig(task="linear-regression", task_params={"dim": 2, "points": 3}, model="lsa",
+                         model_params={"layers": 1}, steps=20, batch_size=4, log_every=5, checkpoint_every=5,
+                         device="cpu")
+    with pytest.raises(Stop):  # the time limit, after the checkpoint of step 10
+        train(config, tmp_path / "run", progress=False, log_extra=stop_at(15, Stop()))
+    assert trained_steps(tmp_path / "run") == 10
+    requeued = RemainingTraining().checkpoint(config, tmp_path / "run", 1, None)
+    assert isinstance(requeued, submitit.helpers.DelayedSubmission)
+    assert requeued.args == (config, tmp_path / "run", 1, None)
+    requeued.function(*requeued.args, **requeued.kwargs)
+    assert trained_steps(tmp_path / "run") == 20
+    train(config, tmp_path / "straight", progress=False)
+    assert (tmp_path / "run" / "metrics.jsonl").read_bytes() == (tmp_path / "straight" / "metrics.jsonl").read_bytes()
