@@ -17,7 +17,8 @@ LAYERS = [
     ("core", ["icl_sim.prompt", "icl_sim.predictor", "icl_sim.seeding", "icl_sim.validation", "icl_sim.atomic",
               "icl_sim.params", "icl_sim.config", "icl_sim.checks", "icl_sim.convergence", "icl_sim.memory",
               "icl_sim.tensor_validation", "icl_sim.threads", "icl_sim.failures", "icl_sim.executors",
-              "icl_sim.mapping_files", "icl_sim.progress", "icl_sim.optimizers"]),
+              "icl_sim.mapping_files", "icl_sim.progress", "icl_sim.optimizers", "icl_sim.locks",
+              "icl_sim.output_dirs", "icl_sim.provenance", "icl_sim.plugins"]),
     ("theory", ["icl_sim.theory"]),
     ("tasks", ["icl_sim.tasks"]),
     ("models, training", ["icl_sim.models", "icl_sim.training", "icl_sim.run_io", "icl_sim.ensemble",
@@ -26,7 +27,7 @@ LAYERS = [
                                     "icl_sim.latent_probes", "icl_sim.weight_comparison", "icl_sim.plots",
                                     "icl_sim.reports", "icl_sim.optimisation_diagnostics"]),
     ("claims and reproductions", ["icl_sim.claims", "icl_sim.paper_repro", "icl_sim.sweep", "icl_sim.catalogue"]),
-    ("cli", ["icl_sim.cli"]),
+    ("cli", ["icl_sim.cli", "icl_sim.__main__"]),
 ]
 #: the package's own ``__init__`` re-exports from any layer: it sits on top
 FACADE = "icl_sim"
