@@ -10,14 +10,30 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from icl_sim.plugins import describe, plugin_entries, plugin_names
 from icl_sim.validation import check_choice
 
 CATALOGUE_FILE = Path(__file__).with_name("catalogue.json")
 
 
-def read() -> dict:
-    """The catalogue as last built."""
+#: the catalogue's listings that installed plugins extend: listing -> plugin kind
+PLUGIN_LISTINGS = {"tasks": "tasks", "repro": "reproductions", "reproductions": "reproductions"}
+
+
+def built() -> dict:
+    """The catalogue as last built: the built-in entries."""
     return json.loads(CATALOGUE_FILE.read_text(encoding="utf-8"))
+
+
+def read() -> dict:
+    """The catalogue as last built, with installed plugins added, read from their packages' entry points without
+    importing them."""
+    listings = built()
+    for listing, kind in PLUGIN_LISTINGS.items():
+        entries = plugin_entries(kind)
+        listings[listing] += ([entry.name for entry in entries] if listing == "reproductions" else
+                              [f"{entry.name}  ({describe(entry)})" for entry in entries])
+    return listings
 
 
 def check_name(kind: str, parameter: str, name: str) -> None:
@@ -26,12 +42,14 @@ def check_name(kind: str, parameter: str, name: str) -> None:
 
 
 def build() -> dict:
-    """The catalogue from the registries (this imports the numerical libraries)."""
+    """The catalogue from the registries, built-in entries only (this imports the numerical libraries)."""
     from icl_sim.claims import CLAIMS
     from icl_sim.paper_repro import REPRODUCTIONS
 
-    return {"tasks": tasks_listing(), "theory": theory_listing(CLAIMS), "repro": repro_listing(REPRODUCTIONS),
-            "reproductions": list(REPRODUCTIONS), "claims": list(CLAIMS)}
+    reproductions = {name: value for name, value in REPRODUCTIONS.items()
+                     if name not in plugin_names("reproductions")}
+    return {"tasks": tasks_listing(), "theory": theory_listing(CLAIMS), "repro": repro_listing(reproductions),
+            "reproductions": list(reproductions), "claims": list(CLAIMS)}
 
 
 def tasks_listing() -> list[str]:
@@ -40,6 +58,8 @@ def tasks_listing() -> list[str]:
 
     lines = []
     for name, task_class in TASKS.items():
+        if name in plugin_names("tasks"):
+            continue
         algorithms = ", ".join(task_class.probe_algorithms) or "none"
         lines.append(f"{name}  (metric: {task_class.metric}; probe algorithms: {algorithms})")
         lines.append(f"    {(task_class.__doc__ or '').strip().splitlines()[0]}")

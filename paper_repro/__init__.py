@@ -17,9 +17,10 @@ from icl_sim.paper_repro.rehearsal import RunCost, rehearse
 from icl_sim.paper_repro.runner import run_reproduction as run
 from icl_sim.paper_repro.spec import SCALES, Reproduction
 from icl_sim.executors import Executor
+from icl_sim.plugins import WithPlugins
 from icl_sim.validation import check_choice
 
-REPRODUCTIONS: dict[str, Reproduction] = {
+REPRODUCTIONS: dict[str, Reproduction] = WithPlugins({
     module.REPRODUCTION.name: module.REPRODUCTION
     for module in (von_oswald_2023, von_oswald_2023_ablations, garg_2022, akyurek_2023, ahn_2023, mahankali_2023,
                    zhang_frei_bartlett_2023, wu_2023, raventos_2023, fu_2023, vladymyrov_2024,  # linear regression
@@ -27,7 +28,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
                    wu_zhang_cao_2026, saxe_2013,  # beyond linear regression (II)
                    tarzanagh_2023, zhang_cao_2026, ahn_2024, song_2024, von_oswald_2023b,
                    boyer_boursier_2025)  # issue 24's new papers
-}
+}, "reproductions", lambda reproduction: isinstance(reproduction, Reproduction), "a Reproduction")
 
 
 def run_reproduction(name: str, scale: str, out_dir, *, seeds: int | None = None, first_seed: int = 0,

@@ -1,6 +1,7 @@
-"""Task families: ``make_task(name, **params)`` builds one; ``TASKS`` lists them all."""
+"""Task families: ``make_task(name, **params)`` builds one; ``TASKS`` lists them all, installed plugins' too."""
 from __future__ import annotations
 
+from icl_sim.plugins import WithPlugins
 from icl_sim.tasks.autoregressive import Autoregressive
 from icl_sim.tasks.base import Task
 from icl_sim.tasks.boolean import Boolean
@@ -15,9 +16,14 @@ from icl_sim.tasks.linear_regression import LinearRegression
 from icl_sim.tasks.pca import PCA
 from icl_sim.tasks.token_selection import TokenSelection
 
-TASKS = {cls.name: cls for cls in (LinearRegression, Autoregressive, Boolean, GraphConnectivity, PCA,
-                                   LinearClassification, LinearMap, GraphSearch, GraphQAConnectivity,
-                                   TokenSelection, GuidedLinearClassification, KCMRegression)}
+#: what a plugin's task class must have: the Task protocol's class members (its instances' fields are its own)
+TASK_MEMBERS = ("name", "metric", "loss", "evaluated_positions", "probe_algorithms", "dim_parameter", "sample",
+                "baselines", "slices")
+TASKS = WithPlugins({cls.name: cls for cls in (LinearRegression, Autoregressive, Boolean, GraphConnectivity, PCA,
+                                               LinearClassification, LinearMap, GraphSearch, GraphQAConnectivity,
+                                               TokenSelection, GuidedLinearClassification, KCMRegression)},
+                    "tasks", lambda task: isinstance(task, type) and all(hasattr(task, m) for m in TASK_MEMBERS),
+                    "a task class (the Task protocol: " + ", ".join(TASK_MEMBERS) + ")")
 
 
 def make_task(name: str, /, **params) -> Task:

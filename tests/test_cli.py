@@ -201,7 +201,7 @@ def test_listings_and_unknown_names_start_without_torch_sympy_or_matplotlib():
 
 def test_the_catalogue_is_the_registries():
     """catalogue.json is what the registries list now: rebuild it with `python -m icl_sim.catalogue`."""
-    assert catalogue.read() == catalogue.build()
+    assert catalogue.built() == catalogue.build()
 
 
 @pytest.mark.parametrize("light, registry", [(choices.MODELS, tuple(sorted(MODELS))), (choices.READOUTS, READOUTS),

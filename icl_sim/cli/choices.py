@@ -4,11 +4,12 @@ Each tuple mirrors the registry or constant named beside it, which stays the sou
 names are repeated only because that registry lives beside the numerical code, and
 tests/test_cli.py holds each tuple equal to its source.
 """
+from icl_sim.plugins import plugin_names
 
-#: the keys of icl_sim.models.MODELS, sorted
-MODELS = ("complex-lsa", "deep-linear", "disentangled", "gpt", "kernel-attention", "looped", "looped-lsa-ln",
-          "looped-softmax-ngd", "lsa", "mesa", "projected-attention", "selection-attention",
-          "softmax-attention")
+#: the keys of icl_sim.models.MODELS, sorted: the built-in models and installed plugins' (their names only)
+MODELS = tuple(sorted(("complex-lsa", "deep-linear", "disentangled", "gpt", "kernel-attention", "looped",
+                       "looped-lsa-ln", "looped-softmax-ngd", "lsa", "mesa", "projected-attention",
+                       "selection-attention", "softmax-attention", *plugin_names("models"))))
 #: icl_sim.probing.STEP_PARAMS
 STEP_PARAMS = ("shared", "per-step")
 #: icl_sim.probing.READOUTS

@@ -1,7 +1,8 @@
-"""Model families: ``build_model(name, dim, points, **params)``; ``MODELS`` lists them."""
+"""Model families: ``build_model(name, dim, points, **params)``; ``MODELS`` lists them, installed plugins' too."""
 from __future__ import annotations
 
 from icl_sim.models.base import InContextModel
+from icl_sim.plugins import WithPlugins
 from icl_sim.models.complex_lsa import ComplexCausalLSA
 from icl_sim.models.deep_linear import DeepLinear
 from icl_sim.models.disentangled import DisentangledTransformer
@@ -15,12 +16,14 @@ from icl_sim.models.projected_attention import ProjectedAttention
 from icl_sim.models.selection_attention import SelectionAttention
 from icl_sim.models.softmax_attention import SoftmaxAttention
 
-MODELS = {"lsa": LinearSelfAttention, "gpt": GPT, "looped": LoopedTransformer, "looped-lsa-ln": LoopedLSA,
-          "softmax-attention": SoftmaxAttention, "deep-linear": DeepLinear,
-          "disentangled": DisentangledTransformer, "complex-lsa": ComplexCausalLSA,
-          "selection-attention": SelectionAttention, "mesa": MesaTransformer,
-          "looped-softmax-ngd": LoopedSoftmaxNGD, "kernel-attention": KernelAttention,
-          "projected-attention": ProjectedAttention}
+MODELS = WithPlugins({"lsa": LinearSelfAttention, "gpt": GPT, "looped": LoopedTransformer,
+                      "looped-lsa-ln": LoopedLSA, "softmax-attention": SoftmaxAttention, "deep-linear": DeepLinear,
+                      "disentangled": DisentangledTransformer, "complex-lsa": ComplexCausalLSA,
+                      "selection-attention": SelectionAttention, "mesa": MesaTransformer,
+                      "looped-softmax-ngd": LoopedSoftmaxNGD, "kernel-attention": KernelAttention,
+                      "projected-attention": ProjectedAttention},
+                     "models", lambda model: isinstance(model, type) and issubclass(model, InContextModel),
+                     "an InContextModel class")
 
 
 def build_model(name: str, dim: int, points: int, /, target_dim: int = 1, **params) -> InContextModel:
