@@ -225,7 +225,9 @@ def test_trivial_error_matches_monte_carlo(name, params):
     per_prompt = scores.mean(dim=1)
     estimate = float(per_prompt.mean())
     standard_error = float(per_prompt.std()) / math.sqrt(batch)
-    assert abs(estimate - reference) <= Z * standard_error, (estimate, reference, standard_error)
+    # plus float64 rounding: a task whose trivial error has no variance (every label ±1) is estimated exactly
+    assert abs(estimate - reference) <= Z * standard_error + 1e-12 * abs(reference), (estimate, reference,
+                                                                                     standard_error)
     assert standard_error < 0.05 * abs(reference)  # the check has teeth: a 25% error in the formula would fail
 
 

@@ -12,7 +12,7 @@ from icl_sim.cli import cli
 from icl_sim.models import MODELS
 from icl_sim.seeding import make_generator
 from icl_sim.tasks import TASK_MEMBERS, TASKS, make_task
-from icl_sim.theory import GD
+from icl_sim.theory import GD, PreconditionedGD
 
 needs_example = pytest.mark.skipif("sign-regression" not in plugins.plugin_names("tasks"),
                                    reason="examples/plugin is not installed (the README's test command installs it)")
@@ -23,26 +23,34 @@ def test_the_example_plugin_is_listed_and_registered():
     listing = CliRunner().invoke(cli, ["tasks"]).output
     assert "sign-regression  (plugin from icl-sim-example-plugin 0.1.0: icl_sim_example_plugin:SignRegression)" \
         in listing
-    assert TASKS["sign-regression"].name == "sign-regression" and "learned-step-gd" in MODELS
+    assert TASKS["sign-regression"].name == "sign-regression" and "preconditioned-steps" in MODELS
 
 
 @needs_example
-def test_the_plugin_model_is_gd_with_its_step_sizes():
-    """The plugin's model with step sizes η_k predicts what icl-sim's GD baseline does with those steps."""
+def test_the_plugin_model_is_gd_with_its_preconditioners():
+    """With preconditioners η I the plugin's model predicts what icl-sim's GD baseline does with step η, and with a
+    general Γ what its preconditioned GD does."""
     task = make_task("linear-regression", dim=3, points=8)
     prompt = task.sample(16, make_generator(1, "eval"), dtype=torch.float64)
-    model = MODELS["learned-step-gd"](3, 8, MODELS["learned-step-gd"].Config(steps=2, initial_step=0.375)).double()
+    model_class = MODELS["preconditioned-steps"]
+    model = model_class(3, 8, model_class.Config(steps=2, initial_step=0.375, init_std=0.0)).double()
     with torch.no_grad():
         predictions = model.layer_predictions(prompt.xs, prompt.ys)
     for steps, prediction in enumerate(predictions, start=1):
         torch.testing.assert_close(prediction, GD(steps, 0.375).predict(prompt.xs, prompt.ys), rtol=1e-10, atol=1e-12)
+    preconditioner = torch.tensor([[0.5, 0.1, 0.0], [0.0, 0.3, 0.2], [0.1, 0.0, 0.4]], dtype=torch.float64)
+    with torch.no_grad():
+        model.preconditioners.copy_(preconditioner.expand(2, 3, 3))
+        (_, prediction) = model.layer_predictions(prompt.xs, prompt.ys)
+    torch.testing.assert_close(prediction, PreconditionedGD(2, 1.0, preconditioner).predict(prompt.xs, prompt.ys),
+                               rtol=1e-10, atol=1e-12)
 
 
 @needs_example
 def test_a_plugin_task_and_model_train_evaluate_and_probe(tmp_path):
     sign = make_task("sign-regression", dim=3, points=8).sample(64, make_generator(0, "eval"))
     assert set(sign.ys.unique().tolist()) <= {-1.0, 1.0}
-    commands = [["train", "--task", "sign-regression", "--model", "learned-step-gd", "--dim", "3", "--points", "8",
+    commands = [["train", "--task", "sign-regression", "--model", "preconditioned-steps", "--dim", "3", "--points", "8",
                  "--layers", "2", "--steps", "30", "--lr", "0.05", "--batch-size", "32",
                  "--out", str(tmp_path / "run")],
                 ["eval", str(tmp_path / "run"), "--num-prompts", "64", "--device", "cpu"],
