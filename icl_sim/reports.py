@@ -207,13 +207,15 @@ def _largest_setting(config: TrainConfig) -> tuple[str, int]:
 
 
 def evaluate_run(run_dir, *, num_prompts: int = 1280, seed: int = 0, device: str = "auto", out_dir=None,
-                 progress: bool = False, checkpoint_format: str = "icl-sim") -> tuple[list[dict], dict[str, Path]]:
-    """Compare the run's model with the task's baselines; write results.csv/json and error_curve.png."""
+                 progress: bool = False, checkpoint_format: str = "icl-sim",
+                 step: int | None = None) -> tuple[list[dict], dict[str, Path]]:
+    """Compare the run's model (or its snapshot of ``step``) with the task's baselines; write results.csv/json and
+    error_curve.png."""
     device = resolve_device(device)
-    model, task, model_name = run_model_and_task(run_dir, device, checkpoint_format)
+    model, task, model_name = run_model_and_task(run_dir, device, checkpoint_format, step)
     predictors = {f"{model_name} (trained)": model, **task.baselines()}
     records = evaluate(predictors, task, num_prompts=num_prompts, seed=seed, device=device, progress=progress)
-    out_dir = Path(out_dir) if out_dir is not None else Path(run_dir) / "eval"
+    out_dir = output_folder(run_dir, out_dir, "eval", step)
     with removed_if_failed(out_dir):  # a full disk leaves no empty folder
         csv_path, json_path = write_table(records, out_dir)
         title = f"{model_name} on {task.name} (d={task.dim})"
@@ -231,16 +233,27 @@ def evaluate_run(run_dir, *, num_prompts: int = 1280, seed: int = 0, device: str
 CHECKPOINT_FORMATS = ("icl-sim", "garg")
 
 
-def run_model_and_task(run_dir, device, checkpoint_format: str = "icl-sim"):
-    """The trained model of ``run_dir`` (a Predictor), its task, and the model's name, for a run directory in
-    ``checkpoint_format`` (:data:`CHECKPOINT_FORMATS`)."""
+def run_model_and_task(run_dir, device, checkpoint_format: str = "icl-sim", step: int | None = None):
+    """The trained model of ``run_dir`` (a Predictor; with ``step``, its snapshot of that step), its task, and the
+    model's name, for a run directory in ``checkpoint_format`` (:data:`CHECKPOINT_FORMATS`)."""
     check_choice("checkpoint_format", checkpoint_format, CHECKPOINT_FORMATS)
     if checkpoint_format == "garg":
+        if step is not None:
+            raise ValueError("step: Garg et al.'s run directories keep one state.pt, no snapshots")
         from icl_sim.models.hf_gpt2 import garg_task, load_garg_checkpoint
 
         return load_garg_checkpoint(run_dir, device), garg_task(run_dir), "gpt (Garg et al.'s checkpoint)"
     config = load_config(run_dir)
-    return load_run(run_dir, device), make_task(config.task, **config.task_params), config.model
+    name = config.model if step is None else f"{config.model} at step {step}"
+    return load_run(run_dir, device, step=step), make_task(config.task, **config.task_params), name
+
+
+def output_folder(run_dir, out_dir, kind: str, step: int | None) -> Path:
+    """Where a command's outputs go: ``out_dir`` if given, else ``RUN_DIR/KIND``, or ``RUN_DIR/KIND-step-K`` for a
+    snapshot's, so that the outputs of different steps never overwrite each other."""
+    if out_dir is not None:
+        return Path(out_dir)
+    return Path(run_dir) / (kind if step is None else f"{kind}-step-{step}")
 
 
 def final_position_summary(records: list[dict]) -> list[str]:
@@ -252,7 +265,8 @@ def final_position_summary(records: list[dict]) -> list[str]:
 
 def probe_run(run_dir, algorithm: str, *, step_params: str = "shared", steps: int | None = None,
               num_prompts: int = 1024, seed: int = 0, device: str = "auto", readout: str = "direct",
-              out_dir=None, progress: bool = False, checkpoint_format: str = "icl-sim") -> tuple[dict, dict[str, Path]]:
+              out_dir=None, progress: bool = False, checkpoint_format: str = "icl-sim",
+              step: int | None = None) -> tuple[dict, dict[str, Path]]:
     """:func:`icl_sim.probing.probe` of the run's model on its task, written as a table and a heatmap.
 
     Writes ``NAME.{csv,json}`` (the records) and ``NAME.png`` (layer × step residual cosine) to
@@ -261,11 +275,11 @@ def probe_run(run_dir, algorithm: str, *, step_params: str = "shared", steps: in
     returns probe's result and the paths (``csv``, ``json``, ``figure``).
     """
     device = resolve_device(device)
-    model, task, model_name = run_model_and_task(run_dir, device, checkpoint_format)
+    model, task, model_name = run_model_and_task(run_dir, device, checkpoint_format, step)
     check_prompts_fit(task, "num_prompts", num_prompts, prompt_sets=2)  # tuning and probe prompts
     result = probe(model, task, algorithm, steps=steps, step_params=step_params,
                    num_prompts=num_prompts, seed=seed, device=device, readout=readout, progress=progress)
-    out_dir = Path(out_dir) if out_dir is not None else Path(run_dir) / "probe"
+    out_dir = output_folder(run_dir, out_dir, "probe", step)
     name = "-".join([algorithm] + [step_params] * (step_params != "shared") + [readout] * (readout != "direct"))
     with removed_if_failed(out_dir):  # a full disk leaves no empty folder
         csv_path, json_path = write_table(result["records"], out_dir, name)

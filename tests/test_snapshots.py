@@ -1,6 +1,7 @@
 """Snapshots (``keep_every``): the weights every K steps, each the weights a run stopped at that step has."""
+import json
+
 import pytest
-import torch
 
 from tiny_runs import assert_identical, parameters
 
@@ -37,3 +38,26 @@ def test_keep_every_is_saved_only_when_set(tmp_path):
     assert "keep_every" not in tiny_config().to_json() and '"keep_every": 5' in tiny_config(keep_every=5).to_json()
     with pytest.raises(ValueError, match="keep_every"):
         tiny_config(keep_every=-1)
+
+
+def test_eval_and_probe_of_a_snapshot_are_those_of_the_run_stopped_there(tmp_path):
+    """`eval --step 10` of a 20-step run at a constant rate gives the 10-step run's numbers, in eval-step-10."""
+    from click.testing import CliRunner
+
+    from icl_sim.cli import cli
+
+    train(tiny_config(steps=20, lr_schedule="constant", warmup_steps=0, keep_every=10), tmp_path / "run",
+          progress=False)
+    train(tiny_config(steps=10, lr_schedule="constant", warmup_steps=0), tmp_path / "ten", progress=False)
+    for run, step in ((tmp_path / "run", ["--step", "10"]), (tmp_path / "ten", [])):
+        for command in (["eval", str(run), "--num-prompts", "64", "--device", "cpu", *step],
+                        ["probe", str(run), "--algorithm", "gd", "--steps", "3", "--num-prompts", "64",
+                         "--device", "cpu", *step]):
+            result = CliRunner().invoke(cli, command)
+            assert result.exit_code == 0, result.output
+    snapshot = json.loads((tmp_path / "run" / "eval-step-10" / "results.json").read_text())
+    stopped = json.loads((tmp_path / "ten" / "eval" / "results.json").read_text())
+    assert [record["mean"] for record in snapshot] == [record["mean"] for record in stopped]
+    assert "lsa at step 10 (trained)" in {record["predictor"] for record in snapshot}
+    assert (json.loads((tmp_path / "run" / "probe-step-10" / "gd.json").read_text())
+            == json.loads((tmp_path / "ten" / "probe" / "gd.json").read_text()))

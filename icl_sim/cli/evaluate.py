@@ -5,7 +5,7 @@ import click
 
 from icl_sim.cli.given_once import option
 from icl_sim.cli.options import (checkpoint_format_option, device_option, progress_option, run_dir_argument,
-                                 seed_option)
+                                 seed_option, step_option)
 
 
 @click.command("eval")
@@ -15,13 +15,14 @@ from icl_sim.cli.options import (checkpoint_format_option, device_option, progre
 @seed_option
 @device_option
 @checkpoint_format_option
+@step_option
 @progress_option
-def eval_command(run_dir, num_prompts, seed, device, checkpoint_format, progress):
+def eval_command(run_dir, num_prompts, seed, device, checkpoint_format, step, progress):
     """Compare a trained run with its task's baselines: RUN_DIR/eval/results.{csv,json}, error_curve.png."""
     from icl_sim.reports import evaluate_run, final_position_summary
 
     records, paths = evaluate_run(run_dir, num_prompts=num_prompts, seed=seed, device=device, progress=progress,
-                                  checkpoint_format=checkpoint_format)
+                                  checkpoint_format=checkpoint_format, step=step)
     click.echo("metric at the last position, by predictor and slice of prompts (mean [95% bootstrap interval]):")
     for line in final_position_summary(records):
         click.echo(f"  {line}")

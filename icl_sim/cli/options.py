@@ -22,6 +22,9 @@ checkpoint_format_option = option(
     "--checkpoint-format", type=click.Choice(choices.CHECKPOINT_FORMATS), default="icl-sim", show_default=True,
     help="RUN_DIR's format: icl-sim's, or Garg et al.'s (config.yaml and state.pt, as their code writes them: "
          "their released models)")
+step_option = option("--step", type=click.IntRange(min=1, max=LARGEST_INT), default=None,
+                     help="the run's snapshot of this step (train --keep-every) instead of its final model; outputs "
+                          "go to RUN_DIR/eval-step-K or probe-step-K")
 seed_option = option("--seed", type=click.IntRange(min=0, max=LARGEST_INT), default=0, show_default=True,
                      help="evaluation seed")
 progress_option = option("--progress/--no-progress", default=None,

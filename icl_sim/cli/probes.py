@@ -8,7 +8,7 @@ import click
 from icl_sim.cli import choices
 from icl_sim.cli.given_once import option
 from icl_sim.cli.options import (checkpoint_format_option, device_option, json_option, progress_option,
-                                 run_dir_argument, seed_option)
+                                 run_dir_argument, seed_option, step_option)
 
 #: the most steps a probe takes: a model's layers match within the first few tens
 MAX_STEPS = 1000
@@ -32,9 +32,10 @@ MAX_STEPS = 1000
              "hidden state fitted on held-out prompts (Fu et al.)")
 @option("--json", "as_json", is_flag=True, help="print one JSON object {records, best, parameters}")
 @checkpoint_format_option
+@step_option
 @progress_option
 def probe_command(run_dir, algorithm, step_params, steps, num_prompts, seed, device, readout, as_json,
-                  checkpoint_format, progress):
+                  checkpoint_format, step, progress):
     """Match every layer of a trained model with steps of an algorithm.
 
     \b
@@ -54,7 +55,7 @@ def probe_command(run_dir, algorithm, step_params, steps, num_prompts, seed, dev
 
     result, paths = probe_run(run_dir, algorithm, step_params=step_params, steps=steps, num_prompts=num_prompts,
                               seed=seed, device=device, readout=readout, progress=progress,
-                              checkpoint_format=checkpoint_format)
+                              checkpoint_format=checkpoint_format, step=step)
     if as_json:
         click.echo(json.dumps(result, indent=2))
         return
