@@ -17,6 +17,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from icl_sim.log_sinks import LOG_SINKS
 from icl_sim.mapping_files import read_settings_file
 from icl_sim.params import parameter_name, typed_parameters
 from icl_sim.validation import LARGEST_INT, check_choice, check_float, check_int
@@ -127,6 +128,8 @@ class TrainConfig:
     checkpoint_every: int = _field(1000, "steps between checkpoints", minimum=1)
     checkpoint_minutes: float = _field(5.0, "minutes between checkpoints (besides every checkpoint_every steps)",
                                        minimum=0.0, strict=True)
+    log: str = _field("none", "also log every metrics record to TensorBoard (RUN_DIR/tensorboard; pip install "
+                      "'icl-sim[tensorboard]')", choices=LOG_SINKS, added="2026-12-05")
     keep_every: int = _field(0, "keep the model's weights every K steps in snapshots/step-K.safetensors, read back by "
                              "load_run(RUN_DIR, step=K) (0: only the latest checkpoint; Garg et al. keep "
                              "model_{step}.pt)", minimum=0, added="2026-12-05")

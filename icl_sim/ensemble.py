@@ -49,7 +49,7 @@ from icl_sim.training import (RunLog, autocast_context, clip_matrix_norms_, init
 #: TrainConfig fields that may differ between the runs of an ensemble; all others must be equal
 PER_RUN_FIELDS = ("task_params", "seed", "lr", "optimizer", "betas", "adam_eps", "weight_decay", "momentum",
                   "lr_schedule", "warmup_steps", "grad_clip", "log_every", "checkpoint_every", "checkpoint_minutes",
-                  "keep_every", "unverified_edit")
+                  "keep_every", "log", "unverified_edit")
 #: the fields that decide a run's optimiser and learning-rate schedule: runs equal in them share one optimiser
 OPTIMISER_FIELDS = ("optimizer", "lr", "betas", "adam_eps", "weight_decay", "momentum", "lr_schedule",
                     "warmup_steps")
@@ -195,8 +195,12 @@ def _train_locked(configs: list[TrainConfig], run_dirs: list[Path], resume: bool
     with signals_stop_between_steps(), contextlib.ExitStack() as sessions:
         for config, run_dir in zip(configs, run_dirs):
             sessions.enter_context(recorded_session(run_dir, device=device, seeds=[config.seed]))
-        _run_steps(groups, logs, order, tasks, configs, [runs[index][0] for index in order], device, starts[0],
-                   progress)
+        try:
+            _run_steps(groups, logs, order, tasks, configs, [runs[index][0] for index in order], device, starts[0],
+                       progress)
+        finally:
+            for log in logs:
+                log.close()
     for log in logs:
         log.before_write()
     return [model.eval() for model, _, _ in runs]

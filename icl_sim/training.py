@@ -27,6 +27,7 @@ from icl_sim.config import TrainConfig
 from icl_sim.distributed import World, current_world, parallel, process_group
 from icl_sim.failures import RunFailed, Terminated
 from icl_sim.locks import directory_lock
+from icl_sim.log_sinks import open_sink
 from icl_sim.output_dirs import claim_output
 from icl_sim.models import InContextModel
 from icl_sim.optimizers import NormalizedGD, SophiaG
@@ -343,6 +344,7 @@ class RunLog:
         self.saved_step, self.saved_at = (self.start if state is not None else None), time.monotonic()
         self.warned = False
         self.completed = self.settled = self.start  # optimiser steps begun; steps fully logged and checkpointed
+        self.sink = open_sink(config.log, run_dir) if writes else None
 
     def record(self, step: int, loss: torch.Tensor, prompt: Prompt) -> float | None:
         """Account for optimiser step ``step`` (its loss and batch), logging and checkpointing when due.
@@ -387,6 +389,13 @@ class RunLog:
         path = self.run_dir / METRICS_FILE
         with naming_in_errors(path), open(path, "a") as metrics:  # a full disk names the file; a torn line is dropped
             metrics.write(json.dumps(record) + "\n")
+        if self.sink is not None:
+            self.sink.write(record)
+
+    def close(self) -> None:
+        """Close the log's other sink (TensorBoard's event file), if any."""
+        if self.sink is not None:
+            self.sink.close()
 
     def interrupted(self, interrupt: KeyboardInterrupt) -> None:
         """On Ctrl-C or SIGTERM: checkpoint if every step begun is logged (otherwise, a step cut short or not logged,
@@ -563,6 +572,7 @@ def _run_steps(model, optimizer, scheduler, task, config, run_dir, device, state
         raise
     finally:
         shown.close()
+        log.close()
 
 
 def _active_dims(config: TrainConfig, task: Task, step: int) -> int:

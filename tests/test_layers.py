@@ -18,7 +18,7 @@ LAYERS = [
               "icl_sim.params", "icl_sim.config", "icl_sim.checks", "icl_sim.convergence", "icl_sim.memory",
               "icl_sim.tensor_validation", "icl_sim.threads", "icl_sim.failures", "icl_sim.executors",
               "icl_sim.mapping_files", "icl_sim.progress", "icl_sim.optimizers", "icl_sim.locks",
-              "icl_sim.output_dirs", "icl_sim.provenance", "icl_sim.plugins"]),
+              "icl_sim.output_dirs", "icl_sim.provenance", "icl_sim.plugins", "icl_sim.log_sinks"]),
     ("theory", ["icl_sim.theory"]),
     ("tasks", ["icl_sim.tasks"]),
     ("models, training", ["icl_sim.models", "icl_sim.training", "icl_sim.run_io", "icl_sim.ensemble",
