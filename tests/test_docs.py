@@ -1,0 +1,24 @@
+"""The documentation site builds without a warning (``mkdocs build --strict``) and documents every command and the
+public API from the docstrings."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from icl_sim.cli import cli
+
+pytest.importorskip("mkdocs")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_site_builds_strictly_with_every_command_and_the_api(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path)],
+                            cwd=ROOT, capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert result.returncode == 0, result.stderr
+    commands = (tmp_path / "cli" / "index.html").read_text()
+    assert all(f"icl-sim {name}" in commands for name in cli.commands)
+    assert "load_run" in (tmp_path / "api" / "runs" / "index.html").read_text()
+    assert "from_hf_gpt2" in (tmp_path / "api" / "models" / "index.html").read_text()
+    assert "WithPlugins" in (tmp_path / "plugins" / "index.html").read_text()
