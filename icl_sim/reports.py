@@ -312,11 +312,11 @@ def probe_latent_run(run_dir, target: str, *, probes=("linear",), control: str =
     linear one alone (``-mlp``, ``-linear-mlp``), then ``-query-projection`` for that control; returns the
     records and the paths (``csv``, ``json``, ``figure``).
     """
-    config = load_config(run_dir)
-    device, task = resolve_device(device), make_task(config.task, **config.task_params)
+    device = resolve_device(device)
+    model, task, model_name = run_model_and_task(run_dir, device)
     for name, count in (("num_fit", num_fit), ("num_prompts", num_prompts)):
         check_prompts_fit(task, name, count)
-    records = probe_latent(load_run(run_dir, device), task, target, probes=probes, control=control, num_fit=num_fit,
+    records = probe_latent(model, task, target, probes=probes, control=control, num_fit=num_fit,
                            num_prompts=num_prompts, ridge=ridge, seed=seed, device=device, progress=progress)
     out_dir = Path(out_dir) if out_dir is not None else Path(run_dir) / "probe"
     kinds = "" if tuple(probes) == ("linear",) else "-" + "-".join(probes)
@@ -325,7 +325,7 @@ def probe_latent_run(run_dir, target: str, *, probes=("linear",), control: str =
         csv_path, json_path = write_table(records, out_dir, name)
         r2 = {(r["layer"], r["probe"]): r["value"] for r in records if r["metric"] == "r2"}
         figure = _layer_heatmap(r2, out_dir / f"{name}.png", xlabel="probe", colorbar="held-out R²",
-                                title=f"{config.model}: probes for {target}")
+                                title=f"{model_name}: probes for {target}")
     return records, {"csv": csv_path, "json": json_path, "figure": figure}
 
 

@@ -145,18 +145,11 @@ def run_reproduction(reproduction: Reproduction, scale: str, out_dir, *, seeds: 
     block = seed_block(scale, seeds, first_seed, declared=reproduction.seeds)
     if control is not None:
         check_choice("control", control, CONTROLS)
-    settings = reproduction.settings(scale)
+    settings, out_dir, device = reproduction.settings(scale), Path(out_dir), resolve_device(device)
     with directory_lock(out_dir, "reproduction directory"):
-        return _run_locked(reproduction, scale, settings, Path(out_dir), block, control, resolve_device(device),
-                           progress, executor)
-
-
-def _run_locked(reproduction: Reproduction, scale: str, settings, out_dir: Path, block: range, control: str | None,
-                device, progress: bool, executor: Executor) -> list[Check]:
-    """:func:`run_reproduction` once the lock of ``out_dir`` is held."""
-    claim_output(out_dir, "reproduction", name=reproduction.name, scale=scale)
-    with recorded_session(out_dir, device=device, seeds=block):
-        return _measured(reproduction, scale, settings, out_dir, block, control, device, progress, executor)
+        claim_output(out_dir, "reproduction", name=reproduction.name, scale=scale)
+        with recorded_session(out_dir, device=device, seeds=block):
+            return _measured(reproduction, scale, settings, out_dir, block, control, device, progress, executor)
 
 
 def _measured(reproduction: Reproduction, scale: str, settings, out_dir: Path, block: range, control: str | None,

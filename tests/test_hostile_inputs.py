@@ -66,13 +66,18 @@ WRONG_KIND = {
 }
 
 
-@pytest.mark.parametrize("files, command, message", WRONG_KIND.values(), ids=WRONG_KIND.keys())
-def test_a_directory_of_another_kind_of_output_is_refused_untouched(tmp_path, monkeypatch, files, command, message):
+def invoked_among(files: dict, command: list, tmp_path, monkeypatch):
+    """``command``'s result, run in ``tmp_path`` after writing ``files`` (relative path -> text) there."""
     monkeypatch.chdir(tmp_path)
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text(text)
-    result = CliRunner().invoke(cli, command)
+    return CliRunner().invoke(cli, command)
+
+
+@pytest.mark.parametrize("files, command, message", WRONG_KIND.values(), ids=WRONG_KIND.keys())
+def test_a_directory_of_another_kind_of_output_is_refused_untouched(tmp_path, monkeypatch, files, command, message):
+    result = invoked_among(files, command, tmp_path, monkeypatch)
     assert result.exit_code in (1, 2) and result.output.startswith("Error: ") and message in result.output, result.output
     assert sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*")) == sorted({"out", *files})
     assert all((tmp_path / name).read_text() == text for name, text in files.items())
@@ -80,12 +85,8 @@ def test_a_directory_of_another_kind_of_output_is_refused_untouched(tmp_path, mo
 
 @pytest.mark.parametrize("files, command, message", CASES.values(), ids=CASES.keys())
 def test_a_hostile_input_is_one_line_refused_before_work(tmp_path, monkeypatch, files, command, message):
-    monkeypatch.chdir(tmp_path)
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(exist_ok=True)
-        (tmp_path / name).write_text(text)
     started = time.monotonic()
-    result = CliRunner().invoke(cli, command)
+    result = invoked_among(files, command, tmp_path, monkeypatch)
     assert result.exit_code in (1, 2) and message in result.output, result.output
     assert result.output.startswith("Error: ") and result.output.count("\n") == 1
     assert time.monotonic() - started < 60  # refused, not worked through (10⁶ configs took minutes)

@@ -129,13 +129,10 @@ class StatisticsBaseline(LinearBaseline):
 
     def steps_family(self) -> tuple | None:
         """What this predictor shares with the same algorithm at other step counts (its class and settings but
-        ``steps``), for an iteration whose steps 1..K are one run (:meth:`weight_steps`); None for another."""
+        ``steps``), or None.  An iterative predictor that gives one also defines ``weight_steps(gram, moment,
+        steps)``: the weights after steps 1..``steps``, each from the one before, so that the K-step predictors
+        of one family cost K steps together, not K(K + 1)/2."""
         return None
-
-    def weight_steps(self, gram: torch.Tensor, moment: torch.Tensor, steps: int) -> Iterator[torch.Tensor]:
-        """The weights after steps 1..``steps`` of this predictor's iteration, each from the one before: the
-        K-step predictors of one family cost K steps together, not K(K + 1)/2 (where ``steps_family`` is set)."""
-        raise NotImplementedError(f"{type(self).__name__} has no step-by-step weights")
 
     def _weights(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         return torch.cat([self._from_statistics(*least_squares_statistics(x, y)) for x, y in batch_chunks(xs, ys)])
