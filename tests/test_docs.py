@@ -22,3 +22,6 @@ def test_the_site_builds_strictly_with_every_command_and_the_api(tmp_path):
     assert "load_run" in (tmp_path / "api" / "runs" / "index.html").read_text()
     assert "from_hf_gpt2" in (tmp_path / "api" / "models" / "index.html").read_text()
     assert "WithPlugins" in (tmp_path / "plugins" / "index.html").read_text()
+    # the subpackages setup.cfg maps from top-level folders (docs/hooks.py lays them out as installed)
+    for page, name in (("tasks", "make_task"), ("theory", "Ridge"), ("reproductions", "claim_check")):
+        assert name in (tmp_path / "api" / page / "index.html").read_text(), page
