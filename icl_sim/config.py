@@ -129,7 +129,8 @@ class TrainConfig:
     checkpoint_minutes: float = _field(5.0, "minutes between checkpoints (besides every checkpoint_every steps)",
                                        minimum=0.0, strict=True)
     log: str = _field("none", "also log every metrics record to TensorBoard (RUN_DIR/tensorboard; pip install "
-                      "'icl-sim[tensorboard]')", choices=LOG_SINKS, added="2026-12-05")
+                      "'icl-sim[tensorboard]') or W&B (RUN_DIR/wandb, offline unless WANDB_MODE is set; pip install "
+                      "'icl-sim[wandb]')", choices=LOG_SINKS, added="2026-12-05")
     keep_every: int = _field(0, "keep the model's weights every K steps in snapshots/step-K.safetensors, read back by "
                              "load_run(RUN_DIR, step=K) (0: only the latest checkpoint; Garg et al. keep "
                              "model_{step}.pt)", minimum=0, added="2026-12-05")

@@ -344,7 +344,7 @@ class RunLog:
         self.saved_step, self.saved_at = (self.start if state is not None else None), time.monotonic()
         self.warned = False
         self.completed = self.settled = self.start  # optimiser steps begun; steps fully logged and checkpointed
-        self.sink = open_sink(config.log, run_dir) if writes else None
+        self.sink = open_sink(config.log, run_dir, config.settings()) if writes else None
 
     def record(self, step: int, loss: torch.Tensor, prompt: Prompt) -> float | None:
         """Account for optimiser step ``step`` (its loss and batch), logging and checkpointing when due.
@@ -393,7 +393,7 @@ class RunLog:
             self.sink.write(record)
 
     def close(self) -> None:
-        """Close the log's other sink (TensorBoard's event file), if any."""
+        """Close the log's other sink (TensorBoard's event file, the W&B run), if any."""
         if self.sink is not None:
             self.sink.close()
 
