@@ -143,7 +143,7 @@ def rehearse(reproduction: Reproduction, out_dir, *, seeds: int | None = None, f
     models, histories = trained_models(reproduction, full, "full", short, out_dir, device,
                                        executor=Executor("debug"), progress=progress)
     settings = fewer_prompts(full)
-    measurement = Measurement(settings, device, *models_by_name(models, histories, short))
+    measurement = Measurement(settings, device, *models_by_name(models, histories, short), seeds=(block.start,))
     results, checks = evaluate(reproduction, "full", measurement)
     write_outputs(reproduction, "full", settings, results, checks, out_dir)
     write_text(out_dir / REHEARSAL_FILE, json.dumps([cost.as_dict() for cost in costs], indent=2) + "\n")

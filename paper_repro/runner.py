@@ -58,7 +58,9 @@ class Measurement:
 
     ``models[name]``, ``histories[name]`` and ``configs[name]`` (what each model was trained from, for a
     reproduction that measures on its fixed training set: :func:`icl_sim.training.training_batch`) hold one entry
-    per seed, in seed order.
+    per seed, in seed order.  ``seeds`` is the seed block and ``control`` the control measured (None, or
+    ``"untrained"``): a constructed model, which has no training run, is built from them in ``measure``
+    (``icl_sim.models.constructed``).
     """
 
     settings: Any
@@ -66,6 +68,8 @@ class Measurement:
     models: dict[str, list[InContextModel]]
     histories: dict[str, list[list[dict]]]
     configs: dict[str, list[TrainConfig]]
+    seeds: tuple[int, ...] = ()
+    control: str | None = None
 
     def prompts(self, task, stream: str, count: int, *, index: int = 0) -> Prompt:
         """``count`` float64 prompts of ``task`` from the named held-out ``stream`` (item ``index``)."""
@@ -162,7 +166,8 @@ def _measured(reproduction: Reproduction, scale: str, settings, out_dir: Path, b
     else:
         models, histories = trained_models(reproduction, settings, scale, runs, out_dir, device, executor=executor,
                                            progress=progress)
-    measurement = Measurement(settings, device, *models_by_name(models, histories, runs))
+    measurement = Measurement(settings, device, *models_by_name(models, histories, runs), seeds=tuple(block),
+                              control=control)
     results, checks = evaluate(reproduction, scale, measurement, deferring=control is None,
                                convergence=run_convergence(histories))
     if control is not None:

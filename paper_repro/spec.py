@@ -26,6 +26,11 @@ builds one ``Reproduction`` whose functions the shared runner (``paper_repro.run
 * ``figure(results, settings)``: the panels of the paper's figure (``icl_sim.plots.Panel``);
 * ``monitor(settings, device)`` (optional): a function of the model logged with the training
   metrics, for figures over training steps.
+
+A constructed (hand-weighted, untrained) model has no training run: its reproduction's ``runs`` returns ``{}``
+and ``measure`` builds the models from ``measurement.seeds`` (the seed block; seed k indexes the k-th random
+instance the construction runs on) and ``measurement.control``: None, the hand-written weights; ``"untrained"``,
+the same architecture at a random initialisation seeded by the seed (``icl_sim.models.constructed``).
 """
 from __future__ import annotations
 
