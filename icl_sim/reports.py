@@ -304,21 +304,23 @@ def residual_cosines(records: Iterable[Mapping]) -> dict[tuple[int, int], float]
 
 def probe_latent_run(run_dir, target: str, *, probes=("linear",), control: str = "permuted", num_fit: int = 2048,
                      num_prompts: int = 1024, ridge: float = 1e-3, seed: int = 0, device: str = "auto",
-                     out_dir=None, progress: bool = False) -> tuple[list[dict], dict[str, Path]]:
-    """:func:`icl_sim.latent_probes.probe_latent` of the run's model, written as a table and a heatmap.
+                     out_dir=None, progress: bool = False, checkpoint_format: str = "icl-sim",
+                     step: int | None = None) -> tuple[list[dict], dict[str, Path]]:
+    """:func:`icl_sim.latent_probes.probe_latent` of the run's model (``checkpoint_format`` and ``step`` as in
+    :func:`probe_run`), written as a table and a heatmap.
 
     Writes ``NAME.{csv,json}`` and ``NAME.png`` (held-out R² by layer and probe) to ``out_dir``
-    (default ``RUN_DIR/probe``), NAME being ``latent-TARGET``, then the probe kinds other than the default
+    (default ``RUN_DIR/probe``, or ``RUN_DIR/probe-step-K`` for snapshot K), NAME being ``latent-TARGET``, then the probe kinds other than the default
     linear one alone (``-mlp``, ``-linear-mlp``), then ``-query-projection`` for that control; returns the
     records and the paths (``csv``, ``json``, ``figure``).
     """
     device = resolve_device(device)
-    model, task, model_name = run_model_and_task(run_dir, device)
+    model, task, model_name = run_model_and_task(run_dir, device, checkpoint_format, step)
     for name, count in (("num_fit", num_fit), ("num_prompts", num_prompts)):
         check_prompts_fit(task, name, count)
     records = probe_latent(model, task, target, probes=probes, control=control, num_fit=num_fit,
                            num_prompts=num_prompts, ridge=ridge, seed=seed, device=device, progress=progress)
-    out_dir = Path(out_dir) if out_dir is not None else Path(run_dir) / "probe"
+    out_dir = output_folder(run_dir, out_dir, "probe", step)
     kinds = "" if tuple(probes) == ("linear",) else "-" + "-".join(probes)
     name = f"latent-{target}{kinds}" + (f"-{control}" if control != "permuted" else "")
     with removed_if_failed(out_dir):  # a full disk leaves no empty folder

@@ -41,7 +41,8 @@ def test_keep_every_is_saved_only_when_set(tmp_path):
 
 
 def test_eval_and_probe_of_a_snapshot_are_those_of_the_run_stopped_there(tmp_path):
-    """`eval --step 10` of a 20-step run at a constant rate gives the 10-step run's numbers, in eval-step-10."""
+    """`eval --step 10` of a 20-step run at a constant rate gives the 10-step run's numbers, in eval-step-10; so do
+    `probe` and `probe-latent`, in probe-step-10."""
     from click.testing import CliRunner
 
     from icl_sim.cli import cli
@@ -52,6 +53,8 @@ def test_eval_and_probe_of_a_snapshot_are_those_of_the_run_stopped_there(tmp_pat
     for run, step in ((tmp_path / "run", ["--step", "10"]), (tmp_path / "ten", [])):
         for command in (["eval", str(run), "--num-prompts", "64", "--device", "cpu", *step],
                         ["probe", str(run), "--algorithm", "gd", "--steps", "3", "--num-prompts", "64",
+                         "--device", "cpu", *step],
+                        ["probe-latent", str(run), "--latent", "w", "--num-fit", "64", "--num-prompts", "64",
                          "--device", "cpu", *step]):
             result = CliRunner().invoke(cli, command)
             assert result.exit_code == 0, result.output
@@ -59,5 +62,6 @@ def test_eval_and_probe_of_a_snapshot_are_those_of_the_run_stopped_there(tmp_pat
     stopped = json.loads((tmp_path / "ten" / "eval" / "results.json").read_text())
     assert [record["mean"] for record in snapshot] == [record["mean"] for record in stopped]
     assert "lsa at step 10 (trained)" in {record["predictor"] for record in snapshot}
-    assert (json.loads((tmp_path / "run" / "probe-step-10" / "gd.json").read_text())
-            == json.loads((tmp_path / "ten" / "probe" / "gd.json").read_text()))
+    for table in ("gd.json", "latent-w.json"):
+        assert (json.loads((tmp_path / "run" / "probe-step-10" / table).read_text())
+                == json.loads((tmp_path / "ten" / "probe" / table).read_text()))

@@ -90,12 +90,14 @@ def _rounded(value):
 @seed_option
 @device_option
 @json_option
+@checkpoint_format_option
+@step_option
 @progress_option
 def probe_latent_command(run_dir, target, probes, control, num_fit, num_prompts, ridge, seed, device, as_json,
-                         progress):
+                         checkpoint_format, step, progress):
     """Probe every layer's state at the final query for a latent (Akyürek et al.; Hewitt & Liang controls).
 
-    Writes RUN_DIR/probe/latent-TARGET.{csv,json,png}, the name extended by the probe kinds unless the
+    Writes RUN_DIR/probe/latent-TARGET.{csv,json,png} (probe-step-K/ for --step K), the name extended by the probe kinds unless the
     linear one alone (latent-TARGET-mlp, latent-TARGET-linear-mlp) and by -query-projection for that control:
     held-out r2, control_r2, selectivity, fit_r2, control_fit_r2; the figure: held-out R² by layer and probe.
     """
@@ -103,7 +105,7 @@ def probe_latent_command(run_dir, target, probes, control, num_fit, num_prompts,
 
     records, paths = probe_latent_run(run_dir, target, probes=probes, control=control, num_fit=num_fit,
                                       num_prompts=num_prompts, ridge=ridge, seed=seed, device=device,
-                                      progress=progress)
+                                      progress=progress, checkpoint_format=checkpoint_format, step=step)
     if as_json:
         click.echo(json.dumps(records, indent=2))
         return

@@ -5,7 +5,8 @@ Hugging Face ``GPT2Model`` fed ``inputs_embeds`` and a read-out ``nn.Linear`` at
 with GPT-2's activation (``gelu-tanh``, their ``gelu_new``), the same interleaving of x and y tokens and learned
 positions.  Layer for layer the weights are the same numbers; GPT-2's ``Conv1D`` layers store them (in, out),
 ``nn.Linear`` (out, in).  GPT-2's token embedding ``wte`` is never read (the inputs arrive embedded) and is left out.
-Fu et al. (2023) probe Garg et al.'s released checkpoints; :func:`load_garg_checkpoint` reads one as a Predictor.
+Fu et al. (2023) probe Garg et al.'s released checkpoints; :func:`load_garg_checkpoint` reads one as a Predictor,
+and :func:`save_garg_checkpoint` writes a ``gpt`` trained here as one, for their evaluation and plotting code.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Mapping
 import torch
 import yaml
 
+from icl_sim.atomic import atomic_path, write_text
 from icl_sim.models.gpt import GPT, GPTConfig
 
 #: what GPT-2's attention layers keep as buffers in older transformers versions (a causal mask), not weights
@@ -83,6 +85,27 @@ def load_garg_checkpoint(run_dir, device="cpu") -> GPT:
                          f"et al.'s TransformerModel")
     return from_hf_gpt2(parts["_backbone."], parts["_read_in."], parts["_read_out."], n_head=settings["n_head"],
                         dim=settings["n_dims"], points=settings["n_positions"]).to(device)
+
+
+def save_garg_checkpoint(model: GPT, run_dir, *, task: str = "linear_regression") -> None:
+    """Write ``model`` as Garg et al.'s code writes a run: ``config.yaml`` (``model:`` family gpt2, n_dims,
+    n_positions, n_embd, n_layer, n_head; ``training: task``) and ``state.pt`` (``model_state_dict`` in their
+    ``_read_in``, ``_backbone``, ``_read_out`` layout), so their TransformerModel and :func:`load_garg_checkpoint`
+    read it.  Their model reads GPT-2's activation: a ``gpt`` of another ``activation`` is refused."""
+    if model.config.activation != "gelu-tanh":
+        raise ValueError(f"model: activation {model.config.activation!r}; Garg et al.'s GPT-2 computes gelu-tanh")
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    ours = model.state_dict()
+    state = {f"_backbone.{name}": value for name, value in to_hf_gpt2(model).items()}
+    for prefix, layer in (("_read_in", "embedding.read_in"), ("_read_out", "head.read_out")):
+        state.update({f"{prefix}.{kind}": ours[f"{layer}.{kind}"] for kind in ("weight", "bias")})
+    n_embd, n_layer, n_head = model.config.dims
+    settings = {"family": "gpt2", "n_dims": model.dim, "n_positions": model.points, "n_embd": n_embd,
+                "n_layer": n_layer, "n_head": n_head}
+    write_text(run_dir / "config.yaml", yaml.safe_dump({"model": settings, "training": {"task": task}}))
+    with atomic_path(run_dir / "state.pt") as path:
+        torch.save({"model_state_dict": {name: value.detach().cpu() for name, value in state.items()}}, path)
 
 
 def garg_task(run_dir):
