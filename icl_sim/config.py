@@ -96,6 +96,12 @@ class TrainConfig:
     weight_decay: float = _field(0.0, "weight decay (decoupled for adamw)", minimum=0.0)
     momentum: float = _field(0.0, "SGD's heavy-ball momentum μ in [0, 1): b ← μ b + g, θ ← θ − lr b "
                              "(torch's SGD; Ahn et al. 2024's SGDM: 0.9)", minimum=0.0, added="2026-12-02")
+    lr_group: str = _field("", "a second parameter group: the parameters whose name (the model's named_parameters) "
+                           "starts with this train at lr × lr_group_scale (Tian et al. 2023's decoder and attention "
+                           "learning rates); empty: one learning rate for all", metavar="PREFIX",
+                           added="2026-12-05")
+    lr_group_scale: float = _field(1.0, "the learning-rate factor of the lr_group parameters", minimum=0.0,
+                                   strict=True, added="2026-12-05")
     lr_schedule: str = _field("constant", "after warm-up: constant, cosine decay to 0, geometric (constant for "
                               "s/log2 s steps, then halved every (s − s/log2 s)/log2 s steps, Wu et al. 2024), "
                               "halving (halved every lr_halving_every steps, Ahn et al. 2023), or triangle (Raventós "
@@ -170,6 +176,8 @@ class TrainConfig:
             raise ValueError(f"momentum must be < 1, got {self.momentum}")
         if self.momentum and self.optimizer != "sgd":
             raise ValueError(f"momentum is SGD's: it must be 0 with optimizer {self.optimizer!r}, got {self.momentum}")
+        if self.lr_group_scale != 1.0 and not self.lr_group:
+            raise ValueError(f"lr_group_scale ({self.lr_group_scale}) needs lr_group, the parameters it scales")
         if self.compile_mode != "default" and not self.compile:
             raise ValueError(f"compile_mode {self.compile_mode!r} needs compile to be true")
         object.__setattr__(self, "betas", tuple(self.betas))  # JSON gives a list

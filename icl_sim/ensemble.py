@@ -219,7 +219,8 @@ def _group(members: list[int], runs: list, configs: Sequence[TrainConfig], devic
     config = configs[members[0]]
     weights = nn.ParameterList(torch.stack(parameters).detach()
                                for parameters in zip(*(runs[index][0].parameters() for index in members)))
-    optimizer = make_optimizer(weights, config, stacked_runs=1)
+    optimizer = make_optimizer(weights, config, stacked_runs=1,
+                               names=[name for name, _ in runs[members[0]][0].named_parameters()])
     scheduler = make_scheduler(optimizer, config)
     optimizer.load_state_dict(_stacked_state([runs[index][1].state_dict() for index in members], weights))
     scheduler.load_state_dict(runs[members[0]][2].state_dict())

@@ -158,24 +158,41 @@ def task_loss(model, prompt: Prompt, task: Task, loss_on: str, step: int) -> tor
     return sum(loss(preds.float(), targets) for preds in outputs) / len(outputs)
 
 
-def make_optimizer(model: nn.Module, config: TrainConfig, *, stacked_runs: int = 0) -> torch.optim.Optimizer:
+def parameter_groups(model: nn.Module, config: TrainConfig, names: list[str] | None = None) -> list:
+    """``model``'s parameters as the optimiser takes them: all in one group, or with ``config.lr_group`` one group per
+    parameter in ``parameters()`` order (so an optimiser state's entry i stays parameter i), those whose name (from
+    ``names``, by default ``named_parameters()``) starts with ``lr_group`` at ``lr × lr_group_scale``."""
+    parameters = list(model.parameters())
+    if not config.lr_group:
+        return parameters
+    names = [name for name, _ in model.named_parameters()] if names is None else names
+    scaled = [name.startswith(config.lr_group) for name in names]
+    if not any(scaled):
+        raise ValueError(f"lr_group {config.lr_group!r} names none of the model's parameters ({', '.join(names)})")
+    return [{"params": [parameter], "lr": config.lr * (config.lr_group_scale if group else 1.0)}
+            for parameter, group in zip(parameters, scaled)]
+
+
+def make_optimizer(model: nn.Module, config: TrainConfig, *, stacked_runs: int = 0,
+                   names: list[str] | None = None) -> torch.optim.Optimizer:
     """The optimiser ``config`` names over ``model``'s parameters (any module: an ensemble passes its stacked ones,
-    whose ``stacked_runs`` leading run axis normalised GD must not mix).
+    whose ``stacked_runs`` leading run axis normalised GD must not mix, and the model's parameter ``names``), in
+    :func:`parameter_groups`.
 
     On CUDA, Adam is the fused kernel (one launch per step for all parameters, which the tiny models'
     launch-bound steps need); on the CPU the reference implementation, so CPU runs stay as they were.
     """
+    groups = parameter_groups(model, config, names)
     if config.optimizer == "sgd":
-        return torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum,
-                               weight_decay=config.weight_decay)
+        return torch.optim.SGD(groups, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
     if config.optimizer == "normalized-gd":
-        return NormalizedGD(model.parameters(), lr=config.lr, penalty=config.weight_decay, stacked_runs=stacked_runs)
+        return NormalizedGD(groups, lr=config.lr, penalty=config.weight_decay, stacked_runs=stacked_runs)
     if config.optimizer == "sophiag":
-        return SophiaG(model.parameters(), lr=config.lr, betas=config.betas, weight_decay=config.weight_decay,
+        return SophiaG(groups, lr=config.lr, betas=config.betas, weight_decay=config.weight_decay,
                        batch_size=config.batch_size)
     optimizer_class = torch.optim.AdamW if config.optimizer == "adamw" else torch.optim.Adam
     on_cuda = all(parameter.is_cuda for parameter in model.parameters())
-    return optimizer_class(model.parameters(), lr=config.lr, betas=config.betas, eps=config.adam_eps,
+    return optimizer_class(groups, lr=config.lr, betas=config.betas, eps=config.adam_eps,
                            weight_decay=config.weight_decay, fused=True if on_cuda else None)
 
 
