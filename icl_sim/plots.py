@@ -16,13 +16,19 @@ FORMATS = (".png", ".pdf")
 MAX_COLUMNS = 4
 
 
+#: how far above the trivial level an error curve's y axis goes (``plot_error_curves``)
+CLIP_ABOVE_TRIVIAL = 3.0
+
+
 def plot_error_curves(records: Sequence[Mapping], path, *, title: str | None = None,
                       trivial_level: float | None = None, ylabel: str | None = None) -> Path:
     """Mean metric vs number of in-context examples, one line and bootstrap band per predictor.
 
     ``records`` are ``icl_sim.evaluation.evaluate`` records of a single metric; the
     y label defaults to that metric's label.  ``trivial_level`` adds Garg et al.'s
-    dashed "trivial (predict 0)" line.  Written atomically as PNG or PDF by suffix.
+    dashed "trivial (predict 0)" line, and the y axis stops at ``CLIP_ABOVE_TRIVIAL`` times it, the
+    curves that go higher (least squares near n = d) named with their peak, so that one position's
+    error does not flatten the others.  Written atomically as PNG or PDF by suffix.
     """
 
     path = _check_path(path)
@@ -49,12 +55,24 @@ def plot_error_curves(records: Sequence[Mapping], path, *, title: str | None = N
                               label="shaded: 95 % bootstrap interval" if index == 0 else None)
         if trivial_level is not None:
             axes.axhline(trivial_level, color="0.4", linestyle="--", linewidth=1, label="trivial (predict 0)")
+            _clip_above(axes, curves, CLIP_ABOVE_TRIVIAL * trivial_level)
         axes.set_xlabel("in-context examples")
         axes.set_ylabel(ylabel)
         if title is not None:
             axes.set_title(title)
         axes.legend(frameon=False)
     return path
+
+
+def _clip_above(axes, curves: Mapping[str, list[Mapping]], top: float) -> None:
+    """Stop the y axis at ``top`` if a curve goes higher, and say which curves were cut and where they peak."""
+    peaks = {name: max(rows, key=lambda row: row["mean"]) for name, rows in curves.items()}
+    cut = {name: row for name, row in peaks.items() if row["mean"] > top}
+    if not cut:
+        return
+    axes.set_ylim(top=top)
+    note = "; ".join(f"{name} peaks at {row['mean']:.3g} ({row['position']} examples)" for name, row in cut.items())
+    axes.text(0.99, 0.98, f"axis clipped: {note}", transform=axes.transAxes, ha="right", va="top", fontsize=7)
 
 
 def plot_bars(records: Sequence[Mapping], path, *, title: str | None = None) -> Path:

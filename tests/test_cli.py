@@ -58,6 +58,7 @@ def test_train_eval_resume_round_trip(tmp_path):
 
     result = invoke("eval", str(run), "--num-prompts", "64", "--device", "cpu")
     assert result.exit_code == 0, result.output
+    assert result.output.startswith("squared error (ŷ − y)² / d at the last position")  # the metric, named
     records = json.loads((run / "eval" / "results.json").read_text())
     predictors = {r["predictor"] for r in records}
     assert predictors == {"lsa (trained)", "OLS", "Averaging", "3-NN", "Zero", "Ridge (Bayes)"}

@@ -186,3 +186,23 @@ def test_logistic_loss_is_log_one_plus_exp_of_minus_margin():
     labels = torch.tensor([1.0, -1.0, 1.0, -1.0], dtype=torch.float64)
     expected = sum(math.log1p(math.exp(-y * f)) for f, y in zip(scores.tolist(), labels.tolist())) / 4
     assert float(logistic_loss(scores, labels)) == pytest.approx(expected, rel=1e-12)
+
+
+def test_an_error_curve_far_above_the_trivial_level_is_clipped_and_named():
+    """Least squares' error near n = d (96 here) would flatten every other curve: the axis stops at 3 times the
+    trivial level and says which curve it cut, and where that curve peaks; curves below it are drawn whole."""
+    import matplotlib.pyplot as plt
+
+    from icl_sim.plots import CLIP_ABOVE_TRIVIAL, _clip_above
+
+    curves = {"OLS": [{"position": 2, "mean": 1.2}, {"position": 3, "mean": 96.0}, {"position": 4, "mean": 0.1}],
+              "lsa": [{"position": 2, "mean": 0.9}, {"position": 3, "mean": 0.7}, {"position": 4, "mean": 0.5}]}
+    figure, axes = plt.subplots()
+    for rows in curves.values():
+        axes.plot([row["position"] for row in rows], [row["mean"] for row in rows])
+    _clip_above(axes, curves, CLIP_ABOVE_TRIVIAL * 1.0)
+    assert axes.get_ylim()[1] == 3.0
+    assert [text.get_text() for text in axes.texts] == ["axis clipped: OLS peaks at 96 (3 examples)"]
+    _clip_above(axes, {"lsa": curves["lsa"]}, 3.0)  # nothing above: nothing added
+    assert len(axes.texts) == 1
+    plt.close(figure)

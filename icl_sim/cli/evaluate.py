@@ -19,11 +19,14 @@ from icl_sim.cli.options import (checkpoint_format_option, device_option, progre
 @progress_option
 def eval_command(run_dir, num_prompts, seed, device, checkpoint_format, step, progress):
     """Compare a trained run with its task's baselines: RUN_DIR/eval/results.{csv,json}, error_curve.png."""
+    from icl_sim.evaluation import METRICS
     from icl_sim.reports import evaluate_run, final_position_summary
 
     records, paths = evaluate_run(run_dir, num_prompts=num_prompts, seed=seed, device=device, progress=progress,
                                   checkpoint_format=checkpoint_format, step=step)
-    click.echo("metric at the last position, by predictor and slice of prompts (mean [95% bootstrap interval]):")
+    metric = records[0]["metric"]
+    click.echo(f"{METRICS[metric].label} at the last position, by predictor and slice of prompts "
+               f"(mean [95% bootstrap interval]):")
     for line in final_position_summary(records):
         click.echo(f"  {line}")
     for kind, path in paths.items():
