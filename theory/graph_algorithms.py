@@ -20,8 +20,26 @@ else, so no prediction depends on a later point or on any label.
   out-edge and t an in-edge), the node-degree shortcut Ye et al. (2025) find
   transformers learn from graphs beyond their capacity.  Right on every isolated
   endpoint, wrong exactly on disconnected pairs whose endpoints both have edges.
+
+Single-graph traversals with the outputs CLRS-30 scores (de Luca & Fountoulakis 2024, arXiv 2402.01107, their
+references in opallab/graphalgosimulation ``ltfs/utils.py``): each takes one adjacency matrix (n, n) (a nonzero
+entry is an edge, its value the weight) and returns a ``Traversal``: ``parent`` (n,) long (a node never reached
+is its own parent, as is the source), ``order`` (the nodes in the order the algorithm visits them) and, for
+Dijkstra, ``distance`` (n,) float64 (``math.inf`` where unreached).  Neighbours are always scanned in index order
+and ties go to the smaller index, the convention of those references, so every output is one definite answer:
+
+* ``bfs_tree``: queue-based breadth-first search from the source; a node's parent is the node that discovered it;
+* ``dfs_tree``: recursive depth-first search from the source (no restart);
+* ``dijkstra_tree``: Dijkstra's algorithm; the unvisited node of least distance (smallest index on ties) is
+  expanded next, and a neighbour's distance and parent change only on a strict improvement;
+* ``kosaraju_scc``: Kosaraju's algorithm; the first pass is depth-first with restarts from the smallest
+  unvisited index, the second searches the transpose in decreasing finishing time, and every node's label is the
+  node that started its component's search (``order`` lists the nodes in the second pass's visiting order).
 """
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
 
 import torch
 
@@ -117,4 +135,123 @@ class DegreeHeuristic(GraphBaseline):
         return _scores_at_last((out_degree[rows, source] > 0) & (in_degree[rows, target] > 0), ys)
 
 
-__all__ = ["BFSReachability", "DegreeHeuristic", "ReachabilityRounds", "decode_prompt"]
+@dataclass(frozen=True)
+class Traversal:
+    """One traversal's outputs: ``parent`` (n,) long, ``order`` (visited nodes in visiting order, long) and, for
+    shortest paths, ``distance`` (n,) float64 (``math.inf`` where unreached)."""
+
+    parent: torch.Tensor
+    order: torch.Tensor
+    distance: torch.Tensor | None = None
+
+
+def _neighbours(adjacency: torch.Tensor) -> tuple[int, list[list[int]]]:
+    """(n, the out-neighbours of every node in increasing index) of one (n, n) adjacency matrix."""
+    if adjacency.dim() != 2 or adjacency.shape[0] != adjacency.shape[1]:
+        raise ValueError(f"adjacency must be one square (n, n) matrix; got shape {tuple(adjacency.shape)}")
+    nonzero = (adjacency != 0).cpu()
+    return adjacency.shape[0], [torch.nonzero(row).flatten().tolist() for row in nonzero]
+
+
+def _check_source(source: int, n: int) -> int:
+    check_int("source", source, 0, n - 1)
+    return int(source)
+
+
+def _traversal(parent: list[int], order: list[int], distance: list[float] | None = None) -> Traversal:
+    return Traversal(torch.tensor(parent, dtype=torch.long), torch.tensor(order, dtype=torch.long),
+                     None if distance is None else torch.tensor(distance, dtype=torch.float64))
+
+
+def bfs_tree(adjacency: torch.Tensor, source: int) -> Traversal:
+    """Queue-based breadth-first search from ``source``: parents and the order nodes leave the queue."""
+    n, neighbours = _neighbours(adjacency)
+    source = _check_source(source, n)
+    parent, reached, queue, order = list(range(n)), [False] * n, [source], []
+    reached[source] = True
+    while queue:
+        node = queue.pop(0)
+        order.append(node)
+        for neighbour in neighbours[node]:
+            if not reached[neighbour]:
+                reached[neighbour], parent[neighbour] = True, node
+                queue.append(neighbour)
+    return _traversal(parent, order)
+
+
+def dfs_tree(adjacency: torch.Tensor, source: int) -> Traversal:
+    """Recursive depth-first search from ``source`` (an explicit stack of neighbour iterators, no recursion
+    limit): parents and the visiting (pre-)order."""
+    n, neighbours = _neighbours(adjacency)
+    source = _check_source(source, n)
+    parent, reached, order = list(range(n)), [False] * n, [source]
+    reached[source] = True
+    stack = [(source, iter(neighbours[source]))]
+    while stack:
+        node, pending = stack[-1]
+        following = next((v for v in pending if not reached[v]), None)
+        if following is None:
+            stack.pop()
+            continue
+        reached[following], parent[following] = True, node
+        order.append(following)
+        stack.append((following, iter(neighbours[following])))
+    return _traversal(parent, order)
+
+
+def dijkstra_tree(weights: torch.Tensor, source: int) -> Traversal:
+    """Dijkstra's algorithm from ``source`` on nonnegative ``weights`` (0 = no edge): parents, the expansion
+    order of the reached nodes and the distances."""
+    n, neighbours = _neighbours(weights)
+    source = _check_source(source, n)
+    if bool((weights < 0).any()):
+        raise ValueError("weights must be nonnegative (0 means no edge)")
+    w = weights.to(torch.float64).cpu().tolist()
+    distance, parent, done, order = [math.inf] * n, list(range(n)), [False] * n, []
+    distance[source] = 0.0
+    while True:
+        candidates = [v for v in range(n) if not done[v] and distance[v] < math.inf]
+        if not candidates:
+            break
+        node = min(candidates, key=lambda v: (distance[v], v))
+        done[node] = True
+        order.append(node)
+        for neighbour in neighbours[node]:
+            if distance[node] + w[node][neighbour] < distance[neighbour]:
+                distance[neighbour], parent[neighbour] = distance[node] + w[node][neighbour], node
+    return _traversal(parent, order, distance)
+
+
+def _finishing_order(neighbours: list[list[int]], roots: list[int]) -> tuple[list[int], list[int]]:
+    """Depth-first search restarted from each unvisited node of ``roots`` in turn: (the nodes in finishing
+    order, the root each node's search started from)."""
+    n = len(neighbours)
+    reached, finished, root_of = [False] * n, [], list(range(n))
+    for root in roots:
+        if reached[root]:
+            continue
+        reached[root] = True
+        stack = [(root, iter(neighbours[root]))]
+        while stack:
+            node, pending = stack[-1]
+            following = next((v for v in pending if not reached[v]), None)
+            if following is None:
+                finished.append(stack.pop()[0])
+                continue
+            reached[following], root_of[following] = True, root
+            stack.append((following, iter(neighbours[following])))
+    return finished, root_of
+
+
+def kosaraju_scc(adjacency: torch.Tensor) -> Traversal:
+    """Kosaraju's strongly connected components: ``parent`` holds each node's component label (the node that
+    started its component's search in the second pass), ``order`` the first pass's finishing order."""
+    n, neighbours = _neighbours(adjacency)
+    finished, _ = _finishing_order(neighbours, list(range(n)))
+    _, transpose = _neighbours(adjacency.T)
+    _, label = _finishing_order(transpose, finished[::-1])
+    return _traversal(label, finished)
+
+
+__all__ = ["BFSReachability", "DegreeHeuristic", "ReachabilityRounds", "Traversal", "bfs_tree", "decode_prompt",
+           "dfs_tree", "dijkstra_tree", "kosaraju_scc"]

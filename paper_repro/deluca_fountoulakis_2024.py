@@ -1,0 +1,306 @@
+"""de Luca & Fountoulakis (2024), "Simulation of graph algorithms with looped transformers" (ICML 2024, arXiv
+2402.01107).
+
+What could be read: the abstract and introduction (arXiv HTML, ar5iv: the stored copies end there), and the authors'
+code, opallab/graphalgosimulation (commit ee53a68).  The claims are the abstract's: a looped transformer with extra
+attention heads that interact with the graph simulates Dijkstra's shortest paths, breadth- and depth-first search
+and Kosaraju's strongly connected components, with a number of parameters that does not grow with the graph; and
+finite precision limits the simulation.  The paper's own section on that limit was not readable here, so the bound
+tested is the one the construction's mechanism implies (below), with the authors' constants (``ltfs/config.py``:
+float64, positional codes at angle ε = 1e-2, temperature T = 1e-7, INF = 1e4) and their graph heads
+(``ltfs/common/proto.py``: update = Ã softmax(X Q (X K)ᵀ / T) X V).  Their validation (``validation.ipynb``)
+runs each model on CLRS-30's graphs (train and validation: n = 16; test: n = 64) and counts the graphs whose output
+equals CLRS's.
+
+Ours (``icl_sim.models.graph_simulation``, on the shared builder ``icl_sim.models.constructed``): the same graph
+heads and codes, our own loop body (one expanded node per loop: a softmax head selects the node of least priority,
+a graph head reads its adjacency row, ReLU MLPs update the state; the module's docstring lists the departures from
+their blocks).  Test graphs (``icl_sim.tasks.weighted_graphs``): CLRS-30's law as we read it from the paper's use of
+it (Erdős–Rényi, edge probability uniform on {0.1, …, 0.9} per graph, a uniform source), undirected for BFS and
+Dijkstra, directed for DFS and SCC, with the authors' own integer weights 1..10 for Dijkstra (``ltfs/utils.py``
+``generate_A``; CLRS's real-valued weights were not used: our selection breaks ties by 10⁻³ × the index, which needs
+integer distances).  References (``icl_sim.theory.graph_algorithms``, tested against networkx): the authors'
+``reference_bfs/dfs/dijkstra/scc`` conventions (neighbours in index order; DFS from the source only; a node never
+reached is its own parent; Kosaraju's label is the node that started the component's search).
+
+Claims, decided at quick (a construction is not trained; each seed draws its own graphs):
+
+* ``exact-simulation`` (abstract): on every test graph the state after the loops equals the reference algorithm's
+  output — parents (BFS, DFS, Dijkstra), distances (Dijkstra), component labels and the first pass's finishing
+  order (SCC) — and, for BFS, DFS and Dijkstra, the state after every loop too: the node expanded in loop k is the
+  reference's k-th, the visited set its first k, and the loop after the last sets the done flag.  One claim check
+  per algorithm: per seed, the fraction of the test graphs (n = 16 and n = 64) that are exact, at least 1 (the
+  paper's 100 %).  A wrong mechanism fails it: CLRS's layer-synchronous BFS picks other parents, a hop-count search
+  other Dijkstra trees, and a graph head whose attention is not the identity reads mixed rows.
+* ``precision-limit`` (abstract: "a limit to simulation ... due to finite precision"): the graph heads tell nodes
+  apart only by their codes, so the construction is exact for n ≤ n_max(ε) = ⌈2π/ε⌉ − 1 (n + 1 distinct codes on
+  the circle) and only while 1 − cos ε exceeds the float's unit roundoff (float64: ε above about 1.5·10⁻⁸), at the
+  authors' margin (1 − cos ε)/T = 500.  Checked at ε = 2π/24 (n_max = 23): exact on every graph at n = 23, at most
+  half the graphs exact at n = 32 (beyond the bound: the codes of rows r and r + 24 coincide); and at n = 16:
+  exact at ε = 10⁻⁷, at most half exact at ε = 3·10⁻⁹ (1 − cos ε = 4.5·10⁻¹⁸, below float64's 1.1·10⁻¹⁶).  The
+  thresholds 1 and ½ were fixed before the verdict blocks.  The wrong mechanism: nodes addressed by exact integer
+  indices (or by one-hot codes) would stay exact beyond 2π/ε and at any ε.
+
+The untrained control is the same architecture (stream, layers, heads, MLP widths, temperature) at a random
+initialisation (U(±1/√fan_in), the builder's ``random``): no graph is exact, so it fails both claims by 0.
+
+Measured: not yet.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from icl_sim.checks import Check, claim_check
+from icl_sim.models.constructed import matching_loops
+from icl_sim.models.graph_simulation import (EPSILON, INF, STREAM, decode, graph_construction, margin_temperature,
+                                             simulable_nodes, simulate)
+from icl_sim.paper_repro.measures import seed_values
+from icl_sim.paper_repro.spec import Claim, Paper, Reproduction
+from icl_sim.plots import Curve, Panel, Target, seed_curve
+from icl_sim.seeding import make_generator
+from icl_sim.tasks.weighted_graphs import AUTHORS_WEIGHTS, erdos_renyi_graphs
+from icl_sim.theory.graph_algorithms import bfs_tree, dfs_tree, dijkstra_tree, kosaraju_scc
+
+PAPER = Paper("A. B. de Luca, K. Fountoulakis", "Simulation of graph algorithms with looped transformers",
+              "ICML 2024", "2402.01107")
+ABSTRACT = "de Luca & Fountoulakis 2024, abstract; authors' validation.ipynb (CLRS-30, exact outputs)"
+LIMIT = "de Luca & Fountoulakis 2024, abstract (finite precision); the bound from ltfs/config.py's codes and T"
+
+#: per algorithm: directed graphs, integer weights, reference
+ALGORITHMS = {"bfs": (False, None, bfs_tree), "dfs": (True, None, dfs_tree),
+              "dijkstra": (False, AUTHORS_WEIGHTS, dijkstra_tree), "scc": (True, None, None)}
+LABELS = {"bfs": "BFS", "dfs": "DFS", "dijkstra": "Dijkstra", "scc": "SCC (Kosaraju)"}
+#: the precision sweep: codes at ε = 2π/WRAP (n_max = WRAP − 1), and a resolvable and an unresolvable ε
+WRAP = 24
+FINE, COARSE = 1e-7, 3e-9
+WITHIN_SHARE, BEYOND_SHARE = 1.0, 0.5
+
+CLAIMS = (
+    Claim("exact-simulation", "A looped transformer with graph attention heads (Ã softmax(·) X V), weights set by "
+          "hand and independent of n, runs BFS, DFS, Dijkstra's algorithm and Kosaraju's SCC exactly: on every test "
+          "graph its final state equals the reference algorithm's output (and for BFS, DFS and Dijkstra its state "
+          "after every loop equals the reference's step)", ABSTRACT),
+    Claim("precision-limit", "Finite precision limits the graphs it can simulate: the graph heads address nodes by "
+          "positional codes at angle ε, so it is exact up to n = ⌈2π/ε⌉ − 1 nodes and not beyond, and only while "
+          "1 − cos ε exceeds the float's unit roundoff", LIMIT),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    sizes: tuple[int, ...]       # graph sizes of the exactness claim (CLRS-30: 16 train/validation, 64 test)
+    size_prompts: tuple[int, ...]  # graphs per algorithm, seed and size
+    sweep_prompts: int           # graphs per algorithm, seed and precision setting
+    wrap: int                    # ε = 2π/wrap in the size sweep
+    wrap_sizes: tuple[int, ...]  # graph sizes of the size sweep (those of the claim: wrap − 1 and 4 wrap / 3)
+    resolution_nodes: int        # graph size of the ε sweep
+    epsilons: tuple[float, ...]  # the ε sweep (FINE and COARSE among them)
+
+
+SCALES = {
+    "smoke": Settings(sizes=(6,), size_prompts=(2,), sweep_prompts=1, wrap=6, wrap_sizes=(5, 8), resolution_nodes=5,
+                      epsilons=(FINE, COARSE)),
+    "quick": Settings(sizes=(16, 64), size_prompts=(16, 8), sweep_prompts=8, wrap=WRAP,
+                      wrap_sizes=(8, 16, 20, 23, 24, 26, 28, 32), resolution_nodes=16,
+                      epsilons=(1e-2, 1e-4, FINE, 3e-8, 1e-8, COARSE)),
+    "full": Settings(sizes=(16, 64), size_prompts=(1032, 32), sweep_prompts=32, wrap=WRAP,
+                     wrap_sizes=(8, 16, 20, 23, 24, 26, 28, 32), resolution_nodes=16,
+                     epsilons=(1e-2, 1e-4, FINE, 3e-8, 1e-8, COARSE)),
+}
+
+
+def runs(settings: Settings) -> dict:
+    """No training runs: the models are built in ``measure`` (hand weights, or random ones for the control)."""
+    return {}
+
+
+def beyond_size(settings: Settings) -> int:
+    return math.ceil(4 * settings.wrap / 3)
+
+
+def loops_for(algorithm: str, nodes: int) -> int:
+    """Loops run: one per expanded node and one that finds none (BFS, DFS, Dijkstra); Kosaraju's two passes, one
+    event each (2n + 1 and at most 2n)."""
+    return 4 * nodes + 2 if algorithm == "scc" else nodes + 1
+
+
+def exact_graphs(construction, algorithm: str, adjacency: torch.Tensor, source: torch.Tensor,
+                 epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(exact (B,) bool, fraction of loops whose state matches the reference's step (B,)) of ``construction`` on
+    the graphs: exact means every loop matches and the final outputs equal the reference's."""
+    batch, n, _ = adjacency.shape
+    states = simulate(construction, adjacency, source, loops_for(algorithm, n), epsilon=epsilon)
+    final = states[-1]
+    if algorithm == "scc":
+        return _scc_exact(final, adjacency), torch.full((batch,), float("nan"), dtype=torch.float64)
+    reference = [ALGORITHMS[algorithm][2](a, int(s)) for a, s in zip(adjacency, source)]
+    expected = []
+    for loop in range(len(states)):
+        last, visited = torch.full((batch,), -1, dtype=torch.long), torch.zeros(batch, n, dtype=torch.bool)
+        for b, traversal in enumerate(reference):
+            order = traversal.order
+            if loop < len(order):
+                last[b] = order[loop]
+            visited[b, order[:loop + 1]] = True
+        expected.append({"last": last, "visited": visited})
+    per_loop = matching_loops(states, lambda state: {key: value for key, value in decode(state).items()
+                                                     if key in ("last", "visited", "valid")}, expected)
+    out = decode(final)
+    parents = torch.stack([traversal.parent for traversal in reference])
+    exact = per_loop.all(dim=1) & out["done"] & (out["parent"] == parents).all(dim=1)
+    if algorithm == "dijkstra":
+        distances = torch.stack([traversal.distance for traversal in reference])
+        distances = torch.where(distances.isinf(), torch.full_like(distances, INF), distances)
+        exact &= (out["distance"] == distances).all(dim=1)
+    return exact, per_loop.to(torch.float64).mean(dim=1)
+
+
+def _scc_exact(final: torch.Tensor, adjacency: torch.Tensor) -> torch.Tensor:
+    """Kosaraju: the labels equal the reference's, every node finished and in the reference's finishing order."""
+    labels, times = final[:, 1:, STREAM.column("label")], final[:, 1:, STREAM.column("finish_time")]
+    finished = final[:, 1:, STREAM.column("finished")]
+    integers = torch.cat([labels, times, finished], dim=1)
+    exact = ((integers - integers.round()).abs() < 1e-6).all(dim=1) & (finished.round() == 1).all(dim=1)
+    for b, a in enumerate(adjacency):
+        reference = kosaraju_scc(a)
+        exact[b] &= bool(torch.equal(labels[b].round().long(), reference.parent)
+                         and torch.equal(times[b].argsort(), reference.order))
+    return exact
+
+
+def _construction(measurement, algorithm: str, seed: int, temperature: float):
+    construction = graph_construction(algorithm, temperature=temperature)
+    if measurement.control == "untrained":
+        index = list(ALGORITHMS).index(algorithm)
+        construction = construction.random(make_generator(seed, "init", index))
+    return construction
+
+
+def _graphs(seed: int, index: int, algorithm: str, count: int, nodes: int):
+    directed, weights, _ = ALGORITHMS[algorithm]
+    generator = make_generator(seed, "eval", index * len(ALGORITHMS) + list(ALGORITHMS).index(algorithm))
+    return erdos_renyi_graphs(generator, count, nodes, directed=directed, weights=weights)
+
+
+def measure(measurement) -> dict:
+    """Per seed: the fraction of exact graphs per algorithm and size at the authors' ε and T; the fraction of exact
+    graphs (all algorithms pooled) against the graph size at ε = 2π/wrap and against ε at a fixed size."""
+    settings, rows = measurement.settings, []
+    wraps = [(nodes, 2 * math.pi / settings.wrap) for nodes in settings.wrap_sizes]
+    resolutions = [(settings.resolution_nodes, epsilon) for epsilon in settings.epsilons]
+    for seed in measurement.seeds:
+        for algorithm in ALGORITHMS:
+            construction = _construction(measurement, algorithm, seed, margin_temperature(EPSILON))
+            for index, (nodes, count) in enumerate(zip(settings.sizes, settings.size_prompts)):
+                adjacency, source = _graphs(seed, index, algorithm, count, nodes)
+                exact, loops = exact_graphs(construction, algorithm, adjacency, source, EPSILON)
+                rows.append({"seed": seed, "sweep": "size", "algorithm": algorithm, "nodes": nodes,
+                             "epsilon": EPSILON, "quantity": "exact fraction", "value": float(exact.double().mean())})
+                if algorithm != "scc":
+                    rows.append({"seed": seed, "sweep": "size", "algorithm": algorithm, "nodes": nodes,
+                                 "epsilon": EPSILON, "quantity": "matching loops", "value": float(loops.mean())})
+        for sweep, settings_list, offset in (("wrap", wraps, len(settings.sizes)),
+                                             ("resolution", resolutions, len(settings.sizes) + len(wraps))):
+            for index, (nodes, epsilon) in enumerate(settings_list):
+                exact = []
+                for algorithm in ALGORITHMS:
+                    construction = _construction(measurement, algorithm, seed, margin_temperature(epsilon))
+                    adjacency, source = _graphs(seed, offset + index, algorithm, settings.sweep_prompts, nodes)
+                    exact.append(exact_graphs(construction, algorithm, adjacency, source, epsilon)[0])
+                rows.append({"seed": seed, "sweep": sweep, "algorithm": "all", "nodes": nodes, "epsilon": epsilon,
+                             "quantity": "exact fraction", "value": float(torch.cat(exact).double().mean())})
+    return {"rows": rows}
+
+
+def sanity_checks(settings: Settings) -> list[Check]:
+    """The bound's arithmetic: ε = 2π/wrap gives n_max = wrap − 1; the sweep's ε straddle float64's resolution."""
+    return [Check("n_max at ε = 2π/wrap", settings.wrap - 1, simulable_nodes(2 * math.pi / settings.wrap),
+                  source=LIMIT),
+            Check("n_max at the fine ε is above the sweep's graph size (1 = yes)", 1.0,
+                  float(simulable_nodes(FINE) > settings.resolution_nodes), source=LIMIT),
+            Check("n_max at the coarse ε (codes below float64's roundoff)", 0.0, simulable_nodes(COARSE),
+                  source=LIMIT)]
+
+
+def checks(results: dict, settings: Settings) -> list[Check]:
+    rows = results["rows"]
+    found = sanity_checks(settings)
+    for algorithm in ALGORITHMS:
+        per_size = [seed_values(rows, "exact fraction", sweep="size", algorithm=algorithm, nodes=nodes)
+                    for nodes in settings.sizes]
+        pooled = [sum(values) / len(values) for values in zip(*per_size)]
+        found.append(claim_check("exact-simulation", f"{LABELS[algorithm]}: fraction of test graphs (n = "
+                                 f"{', '.join(map(str, settings.sizes))}) simulated exactly", 1.0, pooled,
+                                 relation="at_least", source=ABSTRACT, every_seed=True))
+    wrap = f"ε = 2π/{settings.wrap}"
+    found += [
+        claim_check("precision-limit", f"fraction exact at {wrap}, n = {settings.wrap - 1} (the bound)",
+                    WITHIN_SHARE, seed_values(rows, "exact fraction", sweep="wrap", nodes=settings.wrap - 1),
+                    relation="at_least", source=LIMIT, every_seed=True),
+        claim_check("precision-limit", f"fraction exact at {wrap}, n = {beyond_size(settings)} (beyond the bound)",
+                    BEYOND_SHARE, seed_values(rows, "exact fraction", sweep="wrap", nodes=beyond_size(settings)),
+                    relation="at_most", source=LIMIT, every_seed=True),
+        claim_check("precision-limit", f"fraction exact at ε = {FINE:g}, n = {settings.resolution_nodes} (codes "
+                    "resolvable in float64)", WITHIN_SHARE,
+                    seed_values(rows, "exact fraction", sweep="resolution", epsilon=FINE), relation="at_least",
+                    source=LIMIT, every_seed=True),
+        claim_check("precision-limit", f"fraction exact at ε = {COARSE:g}, n = {settings.resolution_nodes} (1 − cos ε "
+                    "below float64's roundoff)", BEYOND_SHARE,
+                    seed_values(rows, "exact fraction", sweep="resolution", epsilon=COARSE), relation="at_most",
+                    source=LIMIT, every_seed=True),
+    ]
+    return found
+
+
+def _per_seed(rows, sweep: str, key: str, xs, **match) -> list[list[float]]:
+    return list(map(list, zip(*[seed_values(rows, "exact fraction", sweep=sweep, **{key: x}, **match) for x in xs])))
+
+
+def figure(results: dict, settings: Settings) -> list[Panel]:
+    """Exactness per algorithm and size; against the graph size at ε = 2π/wrap; against ε at a fixed size."""
+    rows = results["rows"]
+    sizes = list(settings.sizes)
+    exact = [seed_curve(LABELS[algorithm], sizes, _per_seed(rows, "size", "nodes", sizes, algorithm=algorithm),
+                        bounds=(0.0, 1.0), continuous=False) for algorithm in ALGORITHMS]
+    wrap_sizes = list(settings.wrap_sizes)
+    epsilons = list(settings.epsilons)
+    bound = settings.wrap - 1
+    resolution_limit = math.sqrt(2 * torch.finfo(torch.float64).eps / 2)
+    return [
+        Panel("graph size n", "fraction of graphs simulated exactly", exact,
+              targets=[Target("paper: every graph", 1.0, 1.0, 1.0)], title="ε = 1e-2, T = 1e-7 (the authors')",
+              ylim=(-0.05, 1.05)),
+        Panel("graph size n", "fraction exact (4 algorithms)",
+              [seed_curve("construction", wrap_sizes, _per_seed(rows, "wrap", "nodes", wrap_sizes),
+                          bounds=(0.0, 1.0), continuous=False),
+               Curve("bound n ≤ ⌈2π/ε⌉ − 1", [bound, bound], [0.0, 1.0], baseline=True)],
+              targets=[Target("exact within", 1.0, 1.0, 1.0, where=(min(wrap_sizes), bound)),
+                       Target("≤ ½ beyond", 0.5, 0.0, 0.5, where=(beyond_size(settings), max(wrap_sizes)))],
+              title=f"codes at ε = 2π/{settings.wrap}", ylim=(-0.05, 1.05)),
+        Panel("code angle ε", "fraction exact (4 algorithms)",
+              [seed_curve("construction", epsilons, _per_seed(rows, "resolution", "epsilon", epsilons),
+                          bounds=(0.0, 1.0), continuous=False),
+               Curve("float64: 1 − cos ε = u", [resolution_limit, resolution_limit], [0.0, 1.0], baseline=True)],
+              title=f"n = {settings.resolution_nodes}, T = (1 − cos ε)/500", xscale="log", ylim=(-0.05, 1.05)),
+    ]
+
+
+REPRODUCTION = Reproduction(
+    name="deluca-fountoulakis-2024",
+    paper=PAPER,
+    summary="A looped transformer with hand-set weights and graph attention heads runs BFS, DFS, Dijkstra and "
+            "Kosaraju's SCC exactly on every test graph, up to the graph size its positional codes can tell apart "
+            "in floating point.",
+    caption="Abstract and the authors' code (opallab/graphalgosimulation): hand-weighted looped transformers on "
+            "CLRS-30-style Erdős–Rényi graphs (n = 16, 64), and the precision limit of their positional codes",
+    scales=SCALES,
+    runs=runs,
+    measure=measure,
+    checks=checks,
+    figure=figure,
+    claims=CLAIMS,
+    quick_minutes=1.0,
+)
