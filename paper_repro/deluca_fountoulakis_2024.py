@@ -55,8 +55,8 @@ import torch
 
 from icl_sim.checks import Check, claim_check
 from icl_sim.models.constructed import matching_loops
-from icl_sim.models.graph_simulation import (EPSILON, INF, STREAM, decode, graph_construction, margin_temperature,
-                                             simulable_nodes, simulate)
+from icl_sim.models.graph_simulation import (EPSILON, INF, STREAM, TEMPERATURE, decode, graph_construction,
+                                             margin_temperature, simulable_nodes, simulate)
 from icl_sim.paper_repro.measures import seed_values
 from icl_sim.paper_repro.spec import Claim, Paper, Reproduction
 from icl_sim.plots import Curve, Panel, Target, seed_curve
@@ -91,24 +91,30 @@ CLAIMS = (
 
 @dataclass(frozen=True)
 class Settings:
-    sizes: tuple[int, ...]       # graph sizes of the exactness claim (CLRS-30: 16 train/validation, 64 test)
-    size_prompts: tuple[int, ...]  # graphs per algorithm, seed and size
+    small_nodes: int             # the exactness claim's graph sizes (CLRS-30: 16 in train and validation, 64 in test)
+    large_nodes: int
+    small_prompts: int           # graphs per algorithm and seed at each size
+    large_prompts: int
     sweep_prompts: int           # graphs per algorithm, seed and precision setting
     wrap: int                    # ε = 2π/wrap in the size sweep
-    wrap_sizes: tuple[int, ...]  # graph sizes of the size sweep (those of the claim: wrap − 1 and 4 wrap / 3)
+    wrap_sizes: tuple[int, ...]  # graph sizes of the size sweep (those of the claim: wrap − 1 and ⌈4 wrap / 3⌉)
     resolution_nodes: int        # graph size of the ε sweep
     epsilons: tuple[float, ...]  # the ε sweep (FINE and COARSE among them)
 
+    @property
+    def sizes(self) -> tuple[tuple[int, int], ...]:
+        """(graph size, graphs) of the exactness claim."""
+        return (self.small_nodes, self.small_prompts), (self.large_nodes, self.large_prompts)
 
+
+SWEEP = dict(wrap=WRAP, wrap_sizes=(8, 16, 20, 23, 24, 26, 28, 32), resolution_nodes=16,
+             epsilons=(1e-2, 1e-4, FINE, 3e-8, 1e-8, COARSE))
 SCALES = {
-    "smoke": Settings(sizes=(6,), size_prompts=(2,), sweep_prompts=1, wrap=6, wrap_sizes=(5, 8), resolution_nodes=5,
-                      epsilons=(FINE, COARSE)),
-    "quick": Settings(sizes=(16, 64), size_prompts=(16, 8), sweep_prompts=8, wrap=WRAP,
-                      wrap_sizes=(8, 16, 20, 23, 24, 26, 28, 32), resolution_nodes=16,
-                      epsilons=(1e-2, 1e-4, FINE, 3e-8, 1e-8, COARSE)),
-    "full": Settings(sizes=(16, 64), size_prompts=(1032, 32), sweep_prompts=32, wrap=WRAP,
-                     wrap_sizes=(8, 16, 20, 23, 24, 26, 28, 32), resolution_nodes=16,
-                     epsilons=(1e-2, 1e-4, FINE, 3e-8, 1e-8, COARSE)),
+    "smoke": Settings(small_nodes=5, large_nodes=6, small_prompts=1, large_prompts=1, sweep_prompts=1, wrap=6,
+                      wrap_sizes=(5, 8), resolution_nodes=5, epsilons=(FINE, COARSE)),
+    "quick": Settings(small_nodes=16, large_nodes=64, small_prompts=16, large_prompts=8, sweep_prompts=8, **SWEEP),
+    # the authors' validation: CLRS-30's 1000 training and 32 validation graphs (n = 16) and 32 test graphs (n = 64)
+    "full": Settings(small_nodes=16, large_nodes=64, small_prompts=1032, large_prompts=32, sweep_prompts=32, **SWEEP),
 }
 
 
@@ -193,8 +199,8 @@ def measure(measurement) -> dict:
     resolutions = [(settings.resolution_nodes, epsilon) for epsilon in settings.epsilons]
     for seed in measurement.seeds:
         for algorithm in ALGORITHMS:
-            construction = _construction(measurement, algorithm, seed, margin_temperature(EPSILON))
-            for index, (nodes, count) in enumerate(zip(settings.sizes, settings.size_prompts)):
+            construction = _construction(measurement, algorithm, seed, TEMPERATURE)
+            for index, (nodes, count) in enumerate(settings.sizes):
                 adjacency, source = _graphs(seed, index, algorithm, count, nodes)
                 exact, loops = exact_graphs(construction, algorithm, adjacency, source, EPSILON)
                 rows.append({"seed": seed, "sweep": "size", "algorithm": algorithm, "nodes": nodes,
@@ -230,10 +236,10 @@ def checks(results: dict, settings: Settings) -> list[Check]:
     found = sanity_checks(settings)
     for algorithm in ALGORITHMS:
         per_size = [seed_values(rows, "exact fraction", sweep="size", algorithm=algorithm, nodes=nodes)
-                    for nodes in settings.sizes]
+                    for nodes, _ in settings.sizes]
         pooled = [sum(values) / len(values) for values in zip(*per_size)]
         found.append(claim_check("exact-simulation", f"{LABELS[algorithm]}: fraction of test graphs (n = "
-                                 f"{', '.join(map(str, settings.sizes))}) simulated exactly", 1.0, pooled,
+                                 f"{settings.small_nodes}, {settings.large_nodes}) simulated exactly", 1.0, pooled,
                                  relation="at_least", source=ABSTRACT, every_seed=True))
     wrap = f"ε = 2π/{settings.wrap}"
     found += [
@@ -262,7 +268,7 @@ def _per_seed(rows, sweep: str, key: str, xs, **match) -> list[list[float]]:
 def figure(results: dict, settings: Settings) -> list[Panel]:
     """Exactness per algorithm and size; against the graph size at ε = 2π/wrap; against ε at a fixed size."""
     rows = results["rows"]
-    sizes = list(settings.sizes)
+    sizes = [nodes for nodes, _ in settings.sizes]
     exact = [seed_curve(LABELS[algorithm], sizes, _per_seed(rows, "size", "nodes", sizes, algorithm=algorithm),
                         bounds=(0.0, 1.0), continuous=False) for algorithm in ALGORITHMS]
     wrap_sizes = list(settings.wrap_sizes)
