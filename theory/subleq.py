@@ -86,31 +86,33 @@ def _wrap(values: torch.Tensor, bits: int) -> torch.Tensor:
     return (values + half) % (1 << bits) - half
 
 
-def run_subleq(program: SubleqProgram, steps: int) -> list[dict[str, torch.Tensor]]:
-    """The state after each of ``steps`` steps: ``{"memory": (B, m), "pc": (B,)}`` int64."""
-    check_int("steps", steps, 1)
+def _steps(program: SubleqProgram):
+    """The states after step 1, 2, ... (an endless generator)."""
     s, m, n = program.scratch, program.cells, program.columns
     memory, pc = program.memory.clone(), program.pc.clone()
     rows = torch.arange(memory.shape[0])
-    states = []
-    for _ in range(steps):
+    while True:
         running = (pc >= s + m) & (pc < n)
         command = program.commands[rows, (pc - s - m).clamp(0, program.commands.shape[1] - 1)]
         a, b, c = command[:, 0] - s, command[:, 1] - s, command[:, 2]
         result = _wrap(memory[rows, b] - memory[rows, a], program.bits)
         memory[rows, b] = torch.where(running, result, memory[rows, b])
         pc = torch.where(running, torch.where(result <= 0, c, pc + 1), pc)
-        states.append({"memory": memory.clone(), "pc": pc.clone()})
-    return states
+        yield {"memory": memory.clone(), "pc": pc.clone()}
+
+
+def run_subleq(program: SubleqProgram, steps: int) -> list[dict[str, torch.Tensor]]:
+    """The state after each of ``steps`` steps: ``{"memory": (B, m), "pc": (B,)}`` int64."""
+    check_int("steps", steps, 1)
+    return [state for _, state in zip(range(steps), _steps(program))]
 
 
 def steps_to_halt(program: SubleqProgram, limit: int) -> int:
     """The fewest steps after which every program of the batch sits at a fixed point (its next step changes
     nothing: EOF reached), plus that one step; ``ValueError`` if some program is still running after ``limit``."""
     check_int("limit", limit, 1)
-    states = run_subleq(program, limit + 1)
     previous = {"memory": program.memory, "pc": program.pc}
-    for step, state in enumerate(states):
+    for step, state in zip(range(limit + 1), _steps(program)):
         if torch.equal(state["memory"], previous["memory"]) and torch.equal(state["pc"], previous["pc"]):
             return step + 1
         previous = state
