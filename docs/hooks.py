@@ -33,3 +33,32 @@ def installed_layout(root: Path, into: Path) -> Path:
 # made on import: mkdocs imports its hooks before the plugins read their configuration
 shutil.rmtree(LAYOUT, ignore_errors=True)
 installed_layout(ROOT, LAYOUT)
+
+
+def on_files(files, config):
+    """One page per reproduction, ``reproductions/NAME.md``, drawn from the gallery's records (``figures/``) as
+    ``figures/README.md`` is, with its figures beside it; and the figures the other pages draw."""
+    from mkdocs.structure.files import File
+
+    from icl_sim.paper_repro import REPRODUCTIONS
+    from icl_sim.paper_repro.gallery import figure_name, read_records, reproduction_page
+
+    for name, entry in read_records(REPRODUCTIONS, ROOT / "figures").items():
+        files.append(File.generated(config, f"reproductions/{name}.md", content=reproduction_page(name, entry)))
+        for scale in entry.scales:
+            image = f"{figure_name(name, scale)}.png"
+            files.append(File.generated(config, f"reproductions/{image}", abs_src_path=str(ROOT / "figures" / image)))
+    for image in ("lsa-2-layer-gd-plus-plus-per-step.png", "gpt-d5-linear-regression.png"):  # drawn on the how-to pages
+        files.append(File.generated(config, f"figures/{image}", abs_src_path=str(ROOT / "figures" / image)))
+    return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    """The reproductions page ends with the gallery's summary table, each name linking to its page."""
+    if page.file.src_uri != "reproductions.md":
+        return markdown
+    from icl_sim.paper_repro import REPRODUCTIONS
+    from icl_sim.paper_repro.gallery import read_records, summary_table
+
+    table = summary_table(read_records(REPRODUCTIONS, ROOT / "figures"), lambda name: f"reproductions/{name}.md")
+    return markdown + "\n\n" + "\n".join(table) + "\n"

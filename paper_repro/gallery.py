@@ -15,7 +15,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from filelock import FileLock
 
@@ -349,12 +349,23 @@ def write_page(entries: Mapping[str, GalleryEntry], figures_dir: Path) -> Path:
 def gallery_page(entries: Mapping[str, GalleryEntry]) -> str:
     """``figures/README.md``: the table of verdicts, then per reproduction its figures, claims and sanity checks."""
     lines = ["# Gallery: paper reproductions at the scales that decide their claims", "", INTRODUCTION, "",
-             _row(["reproduction", *SUMMARY_HEADER]), _row(["---"] * (len(SUMMARY_HEADER) + 1))]
-    lines += [_row(summary_row(name, entry, f"[{name}](#{name})")) for name, entry in entries.items()]
-    lines.append("")
+             *summary_table(entries, lambda name: f"#{name}"), ""]
     for name, entry in entries.items():
         lines += _section(name, entry)
     return "\n".join(lines)
+
+
+def reproduction_page(name: str, entry: GalleryEntry) -> str:
+    """One reproduction's section of the gallery page as a page of its own (the documentation site's): its figures,
+    claims with their values per scale, notes and sanity checks; figures linked by file name, as in ``figures/``."""
+    title, *rest = _section(name, entry)
+    return "\n".join([title[1:], *rest])
+
+
+def summary_table(entries: Mapping[str, GalleryEntry], link: Callable[[str], str]) -> list[str]:
+    """The gallery's summary table, each reproduction's name linked to ``link(name)``."""
+    return [_row(["reproduction", *SUMMARY_HEADER]), _row(["---"] * (len(SUMMARY_HEADER) + 1)),
+            *(_row(summary_row(name, entry, f"[{name}]({link(name)})")) for name, entry in entries.items())]
 
 
 def _value(check: Check | None) -> str:

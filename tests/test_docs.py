@@ -25,3 +25,12 @@ def test_the_site_builds_strictly_with_every_command_and_the_api(tmp_path):
     # the subpackages setup.cfg maps from top-level folders (docs/hooks.py lays them out as installed)
     for page, name in (("tasks", "make_task"), ("theory", "Ridge"), ("reproductions", "claim_check")):
         assert name in (tmp_path / "api" / page / "index.html").read_text(), page
+    # one page per reproduction in the gallery's records, with its figure, linked from the reproductions page
+    from icl_sim.paper_repro import REPRODUCTIONS
+    from icl_sim.paper_repro.gallery import read_records
+
+    recorded = read_records(REPRODUCTIONS, ROOT / "figures")
+    index = (tmp_path / "reproductions" / "index.html").read_text()
+    for name in recorded:
+        page = (tmp_path / "reproductions" / name / "index.html").read_text()
+        assert f'src="../{name}.png"' in page and f'href="{name}/"' in index, name

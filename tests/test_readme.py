@@ -39,3 +39,10 @@ def test_the_reproductions_table_is_the_gallerys():
     lines = README.read_text().splitlines()
     table = lines[lines.index(README_BEGIN) + 1:lines.index(README_END)]
     assert table == readme_table(read_records(REPRODUCTIONS, README.parent / "figures"))
+
+
+def test_no_table_cell_of_the_readme_is_over_200_characters():
+    """The README is the landing page: details live in docs/, so no table cell runs past 200 characters."""
+    cells = [cell for line in README.read_text().splitlines() if line.startswith("| ")
+             for cell in line.strip("|").split(" | ")]
+    assert cells and max(map(len, cells)) <= 200, max(cells, key=len)
