@@ -1,0 +1,359 @@
+"""Tian, Wang, Chen & Du (2023), "Scan and snap: understanding training dynamics and token composition in 1-layer
+transformer": trained by SGD on next-token prediction, the attention of a 1-layer transformer starts uniform, moves
+to the distinct tokens (those that co-occur with one next token), among them drops the rarely co-occurring ones
+first ("scan"), and freezes before it reaches one token ("snap"), the sooner the faster the decoder learns
+relative to the attention.
+
+Setting, from the authors' code and logs (facebookresearch/luckmatters, ``ssl/real-dataset/decoder_only.py``,
+``config/decoder_only.yaml`` and ``scan_snap/figure_6.log``, the command of the Fig. 6 sweep): their ``Dataset2``
+sequence classes (``sequence-class``): one query (last) token with two next tokens (their ``num_last = 1``, Fig. 6's
+first panel, "#last/next tokens = 1/2"), 10 common tokens (weight 1 each), 10 distinct tokens per class with
+weights 0.1 … 1, T = 128 tokens a prompt (``L``), a vocabulary of M = 33; their ``Model2`` (``yz-transformer``):
+the reparameterised 1-layer transformer of Sec. 4, logits Y f with f the ℓ2-normalised attended mix of the keys'
+one-hot vectors and attention logits z_{ml} = Z[m, l], both M × M, started as nn.Linear's (their
+``zero_init=false``); the log's ``d = 128`` and ``H = 1`` are settings of their other model, which ``Model2`` does
+not read.  Training: cross-entropy at the query, a fresh batch of 128 every step, 100 steps, SGD with momentum 0.9
+and no weight decay, one optimiser per matrix: Z at η_Z, Y at η_Y (``TrainConfig.lr_group = "decoder"``,
+``lr_group_scale`` = η_Y/η_Z); the sweep η_Z ∈ {0.5, 1, 2, 3} × η_Y/η_Z ∈ {1, 2, 5, 10}, 10 seeds (the log's
+``seed=1..10``).  Their Fig. 4 run (their ``figure_4.log``: two queries with one next token each, Z and Y started at
+0) is not run: Fig. 6's panel holds the same setting at η_Z = 1, η_Y/η_Z = 1 (the Fig. 4 rates).
+
+The measured attention is the paper's c_{l|n} ∝ P(l | m, n) exp(z_{ml}) over the tokens l of class n (m its query):
+the attention a long prompt of class n pays to token type l (their ``figure_4_create.py``, ``get_c``), computed from
+the model's Z and the task's table P (``SequenceClass.conditional_probabilities``).  Fig. 6's "average entropy of
+c_n" is the entropy in nats of c_n over the class's distinct tokens (renormalised there), averaged over the classes:
+their analysis script is not in the repository, but this reading reproduces their sweep's table
+(``figure_6_data.pkl``, 10 seeds a setting) within its error bars on all 16 settings of the first panel (dev block
+900: 1.987, 2.022, 2.076, 2.100 at η_Z = 0.5 against their 1.971, 2.007, 2.066, 2.092; 1.900-2.070 against 1.871-
+2.053 at η_Z = 1; 1.751-1.971 against 1.699-1.934 at 2; 1.624-1.828 against 1.551-1.825 at 3), where the entropy
+over all the class's tokens does not (2.62 at η_Z = 1, η_Y/η_Z = 1, against their 1.871); it is at most ln 55 − Σ i ln i / 55 = 2.151, its value under
+uniform attention.  Under uniform attention (Z = 0) c_n = P(· | m, n), whose mass on the distinct tokens is 5.5/15.5
+= 0.355.  A sanity check holds c_n to the model's own attention at the query of held-out prompts.
+
+Claims, each a threshold or contrast fixed before running, one value per seed, the seeds' 95 % interval required on
+its side:
+
+* ``distinct-attention`` (abstract; Sec. 5, the common tokens' z falls; Fig. 4): at η_Z = 1, η_Y/η_Z = 1, the
+  attention mass on the distinct tokens, averaged over the classes, is at least twice its uniform value (≥ 0.710).
+  The wrong mechanism, attention by frequency alone (c_n = P, or attention staying uniform), gives 0.355.
+* ``scan-order`` (abstract: attention among distinct tokens drops "following the order of low to high
+  co-occurrence"; Sec. 5's frequency bias): at the same run, the rank correlation (Spearman) between z_{ml} and
+  P(l | m, n) over each class's distinct tokens, averaged over the classes, is at least 0.8 (the theory orders them
+  exactly, ρ = 1; 0.8 allows a few swaps of neighbours).  A gain blind to co-occurrence (all distinct tokens raised
+  alike, or one at random) gives ρ ≈ 0, as does the random start.
+* ``snap`` (abstract: the scan "does not lead to winner-takes-all, but decelerates due to a phase transition",
+  leaving "(almost) fixed token combination"; Sec. 6): at the same run, (a) training on for as many steps again
+  (steps 100-199 of the run's own batch stream, SGD with momentum restarted, ``optimisation_step``) moves c_n by at
+  most a tenth of its distance from uniform attention (total variation, mean over classes: the scan moved it, the
+  snap keeps it), and (b) Fig. 6's entropy stays at least ln 2 (more than two distinct tokens' worth of attention;
+  winner-takes-all is 0).  Attention that keeps sharpening (the wrong mechanism) fails (a); the untrained models,
+  whose attention moves when trained, fail (a) by a finite value.
+* ``lr-ratio`` (Fig. 6, Sec. 6: the snap comes earlier, and the attention stays less sparse, when the decoder learns
+  faster relative to the attention): for each η_Z of the sweep, Fig. 6's entropy at η_Y/η_Z = 10 exceeds the one at
+  η_Y/η_Z = 1 by at least 0.05 nats, seed by seed on the same start and batches (the authors' means, from
+  ``figure_6_data.pkl``: +0.12, +0.18, +0.20, +0.27 at η_Z = 0.5, 1, 2, 3; the bound is under half the smallest).
+  The same start and batches make the untrained difference 0 exactly.
+
+The thresholds of distinct-attention, scan-order, snap (b) and lr-ratio were fixed on 2026-12-05 before any run.
+Development (dev block 900, 10 seeds) corrected two things before any verdict block: the entropy was first taken
+over all the class's tokens (the reading above replaced it), and snap (a) was first "the entropy changes by at most
+0.1 nats over as many steps again", justified as a tenth of a ≈ 1 nat fall that came from that misreading (its dev
+values 0.003-0.028 nats); (a) became the relative shift above, its dev values 0.008-0.037 (seeds 900-904), 6.8-11.1
+for the same seeds' untrained models.  On that dev block distinct-attention was 0.648-0.711 (mean 0.686) and
+scan-order 0.55-0.82 (mean 0.68), both short of their bounds, which were kept.
+
+Scales: ``quick`` is the authors' Fig. 6 first panel in full (16 settings, 100 steps, 10 seeds; seconds a run);
+``full`` adds its other panels (3, 5 and 10 queries with two next tokens each), as their sweep; ``smoke`` a few
+steps at T = 16.
+
+Measured: (to be filled in from the fresh seed blocks).
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import torch
+
+from icl_sim.checks import Check, claim_check
+from icl_sim.config import TrainConfig
+from icl_sim.plots import Curve, Panel, seed_curve
+from icl_sim.tasks.sequence_class import SequenceClass
+from icl_sim.training import initial_model, make_optimizer, make_scheduler, optimisation_step, training_batch
+
+from .measures import seed_values
+from .spec import Claim, Paper, Reproduction
+
+PAPER = Paper("Y. Tian, Y. Wang, B. Chen, S. Du",
+              "Scan and snap: understanding training dynamics and token composition in 1-layer transformer",
+              "NeurIPS 2023", "2305.16380")
+CODE = "facebookresearch/luckmatters ssl/real-dataset (decoder_only.py, scan_snap/)"
+#: the run the attention claims rest on: Fig. 4's learning rates, η_Z = 1 and η_Y/η_Z = 1
+CLAIM_LR, CLAIM_RATIO = 1.0, 1.0
+#: distinct-attention: the mass on the distinct tokens at least this many times its uniform value (fixed before running)
+DISTINCT_FACTOR = 2.0
+#: scan-order: the least rank correlation of z_{ml} with P(l | m, n) over the distinct tokens (fixed before running)
+SCAN_RANK = 0.8
+#: snap: the largest shift of c_n over as many steps again, as a fraction of its distance from uniform attention,
+#: and the least entropy (fixed before the verdict blocks)
+FROZEN_SHIFT, NOT_WINNER = 0.1, math.log(2.0)
+#: lr-ratio: the least entropy gain (nats) from η_Y/η_Z = 1 to 10 (fixed before running)
+RATIO_GAIN = 0.05
+#: the held-out prompts of the sanity check on the attention's reading, and its tolerance
+READING_PROMPTS, READING_TOLERANCE = 256, 0.02
+
+CLAIMS = (
+    Claim("distinct-attention", "Attention moves from uniform to the distinct tokens, away from the common ones",
+          f"Tian et al. 2023, abstract and Sec. 5 (common tokens' attention falls); Fig. 4 ({CODE})",
+          runs=("q1-lrz1-ratio1",)),
+    Claim("scan-order", "Among the distinct tokens attention falls in the order of their co-occurrence with the "
+          "query: the rarest first", "Tian et al. 2023, abstract and Sec. 5 (frequency bias); Fig. 4",
+          runs=("q1-lrz1-ratio1",)),
+    Claim("snap", "The scan freezes (snaps) before winner-takes-all: training on no longer moves the attention, "
+          "which still spreads over several tokens", "Tian et al. 2023, abstract and Sec. 6 (phase transition)",
+          runs=("q1-lrz1-ratio1",)),
+    Claim("lr-ratio", "A faster decoder (larger η_Y/η_Z) snaps earlier and leaves the attention less sparse: higher "
+          "entropy of c_n", f"Tian et al. 2023, Fig. 6 (first panel, 1 query / 2 next tokens; {CODE} "
+          "scan_snap/figure_6.log and figure_6_data.pkl) and Sec. 6", runs=("q1-*-ratio1", "q1-*-ratio10")),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One scale: the sweep (queries × η_Z × η_Y/η_Z), the prompts and the training."""
+
+    queries: tuple[int, ...]
+    lrs: tuple[float, ...]
+    ratios: tuple[float, ...]
+    points: int
+    batch_size: int
+    steps: int
+    log_every: int
+    momentum: float = 0.9
+
+    def task(self, queries: int = 1) -> SequenceClass:
+        return SequenceClass(queries=queries, points=self.points)
+
+
+SCALES = {
+    "smoke": Settings(queries=(1,), lrs=(1.0,), ratios=(1.0, 10.0), points=16, batch_size=8, steps=4, log_every=2),
+    "quick": Settings(queries=(1,), lrs=(0.5, 1.0, 2.0, 3.0), ratios=(1.0, 2.0, 5.0, 10.0), points=128,
+                      batch_size=128, steps=100, log_every=5),
+    "full": Settings(queries=(1, 3, 5, 10), lrs=(0.5, 1.0, 2.0, 3.0), ratios=(1.0, 2.0, 5.0, 10.0), points=128,
+                     batch_size=128, steps=100, log_every=5),
+}
+
+
+def run_name(queries: int, lr: float, ratio: float) -> str:
+    return f"q{queries}-lrz{lr:g}-ratio{ratio:g}"
+
+
+def runs(settings: Settings) -> dict[str, TrainConfig]:
+    """Every (queries, η_Z, η_Y/η_Z) of the sweep: SGD with momentum, Z at η_Z, the decoder Y at η_Y."""
+    found = {}
+    for queries in settings.queries:
+        task = settings.task(queries)
+        for lr in settings.lrs:
+            for ratio in settings.ratios:
+                found[run_name(queries, lr, ratio)] = TrainConfig(
+                    task=task.name, task_params=dataclasses.asdict(task), model="yz-transformer",
+                    steps=settings.steps, batch_size=settings.batch_size, optimizer="sgd", lr=lr,
+                    momentum=settings.momentum, lr_group="decoder", lr_group_scale=ratio, loss_on="last",
+                    log_every=settings.log_every, checkpoint_every=settings.steps)
+    return found
+
+
+def class_attention(model, task: SequenceClass) -> torch.Tensor:
+    """c_{l|n} ∝ P(l | m, n) exp(z_{ml}) for each class n (K, M) float64: the attention a long prompt of class n
+    pays to token type l (the authors' ``get_c``)."""
+    table = task.conditional_probabilities().to(model.attention.device)
+    queries, _ = task.class_tokens()
+    weights = table * torch.exp(model.attention.detach().to(torch.float64)[queries.to(table.device)])
+    return (weights / weights.sum(dim=1, keepdim=True)).cpu()
+
+
+def attention_entropy(attention: torch.Tensor, task: SequenceClass) -> float:
+    """The entropy (nats) of each class's c_n over its distinct tokens (renormalised there), averaged over the
+    classes: Fig. 6's y axis (at most 2.151, its value for uniform attention)."""
+    distinct = attention.gather(1, task.distinct_tokens())
+    distinct = distinct / distinct.sum(dim=1, keepdim=True)
+    return float(-(distinct * distinct.clamp(min=1e-300).log()).sum(dim=1).mean())
+
+
+def attention_shift(before: torch.Tensor, after: torch.Tensor) -> float:
+    """The total-variation distance between two attentions c_n, averaged over the classes."""
+    return float(0.5 * (before - after).abs().sum(dim=1).mean())
+
+
+def distinct_mass(attention: torch.Tensor, task: SequenceClass) -> float:
+    """The attention on each class's distinct tokens, averaged over the classes."""
+    return float(attention.gather(1, task.distinct_tokens()).sum(dim=1).mean())
+
+
+def _ranks(values: torch.Tensor) -> torch.Tensor:
+    return values.argsort(dim=-1).argsort(dim=-1).to(torch.float64)
+
+
+def scan_rank(model, task: SequenceClass) -> float:
+    """Spearman's ρ between z_{ml} and P(l | m, n) over each class's distinct tokens, averaged over the classes."""
+    queries, _ = task.class_tokens()
+    tokens = task.distinct_tokens()
+    logits = model.attention.detach().cpu().to(torch.float64)[queries[:, None], tokens]
+    probabilities = task.conditional_probabilities().gather(1, tokens)
+    x, y = _ranks(logits), _ranks(probabilities)
+    x, y = x - x.mean(dim=1, keepdim=True), y - y.mean(dim=1, keepdim=True)
+    return float(((x * y).sum(dim=1) / (x.norm(dim=1) * y.norm(dim=1))).mean())
+
+
+def continued(model, config: TrainConfig, task: SequenceClass, steps: int, device):
+    """``model`` trained ``steps`` steps further on its run's own stream (steps ``config.steps`` onward), with a fresh
+    optimiser of the run's settings: the training it would have seen had it run on, momentum restarted."""
+    model = copy.deepcopy(model).train()
+    optimizer = make_optimizer(model, config)
+    scheduler = make_scheduler(optimizer, config)
+    for step in range(config.steps, config.steps + steps):
+        optimisation_step(model, optimizer, scheduler, training_batch(task, config, step, device), task, config,
+                          step, device)
+    return model.eval()
+
+
+@torch.no_grad()
+def prompt_distinct_mass(model, task: SequenceClass, prompts) -> float:
+    """The model's own attention at the query of held-out ``prompts`` on the distinct tokens of their class."""
+    positions = torch.tensor([prompts.xs.shape[1] - 1], device=prompts.xs.device)
+    weights = model.attention_weights(prompts.xs.to(model.attention), positions)[:, 0]
+    distinct = torch.zeros(len(prompts.xs), task.dim, dtype=torch.bool, device=prompts.xs.device)
+    distinct.scatter_(1, task.distinct_tokens().to(prompts.xs.device)[prompts.latent["class"]], True)
+    on_distinct = (prompts.xs.to(torch.bool) & distinct[:, None, :]).any(dim=-1)
+    return float((weights.to(torch.float64) * on_distinct).sum(dim=1).mean())
+
+
+def monitor(settings: Settings, device):
+    """The mean entropy of c_n and the distinct tokens' attention at every record (tasks told apart by vocabulary)."""
+    tasks = {settings.task(queries).dim: settings.task(queries) for queries in settings.queries}
+
+    def record(model) -> dict:
+        task = tasks[model.dim]
+        attention = class_attention(model, task)
+        return {"entropy": attention_entropy(attention, task), "distinct_mass": distinct_mass(attention, task)}
+
+    return record
+
+
+def measure(measurement) -> dict:
+    """Per run and seed: the entropy of c_n, the distinct tokens' mass, the scan's rank correlation and the largest
+    attention; at the claims' run also the entropy after training on, and the model's own attention on held-out
+    prompts; per η_Z the entropy gain from η_Y/η_Z = 1 to 10."""
+    settings, device = measurement.settings, measurement.device
+    rows, curves, final = [], {}, {}
+    for name, models in measurement.models.items():
+        task = settings.task(int(name.split("-")[0][1:]))
+        for seed, model in enumerate(models):
+            attention = class_attention(model, task)
+            values = {"entropy": attention_entropy(attention, task), "distinct_mass": distinct_mass(attention, task),
+                      "scan_rank": scan_rank(model, task), "max_attention": float(attention.max())}
+            final.setdefault(name, []).append(attention[0].tolist())
+            history, config = measurement.histories[name][seed], measurement.configs[name][seed]
+            start = attention_entropy(class_attention(initial_model(config, device), task), task)
+            curves.setdefault(name, []).append({"steps": [0] + [record["step"] for record in history],
+                                                "entropy": [start] + [record["entropy"] for record in history]})
+            if name == run_name(1, CLAIM_LR, CLAIM_RATIO):
+                on = class_attention(continued(model, config, task, settings.steps, device), task)
+                uniform = task.conditional_probabilities()
+                values["snap_shift"] = attention_shift(attention, on) / attention_shift(uniform, attention)
+                prompts = measurement.prompts(task, "test", READING_PROMPTS)
+                values["prompt_distinct_mass"] = prompt_distinct_mass(model, task, prompts)
+            rows += [{"run": name, "seed": seed, "quantity": quantity, "value": value}
+                     for quantity, value in values.items()]
+    for queries in settings.queries:
+        for lr in settings.lrs:
+            low = seed_values(rows, "entropy", run=run_name(queries, lr, min(settings.ratios)))
+            high = seed_values(rows, "entropy", run=run_name(queries, lr, max(settings.ratios)))
+            rows += [{"run": f"q{queries}-lrz{lr:g}", "seed": seed, "quantity": "ratio_entropy_gain",
+                      "value": b - a} for seed, (a, b) in enumerate(zip(low, high))]
+    return {"rows": rows, "curves": curves, "final": final}
+
+
+def checks(results: dict, settings: Settings) -> list[Check]:
+    rows, claim_run = results["rows"], run_name(1, CLAIM_LR, CLAIM_RATIO)
+    task = settings.task(1)
+    uniform = distinct_mass(task.conditional_probabilities(), task)
+    low, high = min(settings.ratios), max(settings.ratios)
+    reading = seed_values(rows, "prompt_distinct_mass", run=claim_run)
+    typed = seed_values(rows, "distinct_mass", run=claim_run)
+    return [
+        claim_check("distinct-attention", f"{claim_run}: attention on the distinct tokens (mean over classes)",
+                    DISTINCT_FACTOR * uniform, seed_values(rows, "distinct_mass", run=claim_run), relation="at_least",
+                    source=f"{CLAIMS[0].source}: {DISTINCT_FACTOR:g} × its uniform value {uniform:.3f}, fixed before "
+                           "running"),
+        claim_check("scan-order", f"{claim_run}: Spearman ρ of z_ml and P(l|m,n) over the distinct tokens",
+                    SCAN_RANK, seed_values(rows, "scan_rank", run=claim_run), relation="at_least",
+                    source=f"{CLAIMS[1].source}: the theory's order (ρ = 1) up to a few neighbour swaps, fixed before "
+                           "running"),
+        claim_check("snap", f"{claim_run}: c_n's shift over {settings.steps} more steps over its distance from "
+                    "uniform attention (total variation)", FROZEN_SHIFT,
+                    seed_values(rows, "snap_shift", run=claim_run), relation="at_most",
+                    source=f"{CLAIMS[2].source}: at most a tenth, fixed before the verdict blocks"),
+        claim_check("snap", f"{claim_run}: entropy of c_n over the distinct tokens (nats), not winner-takes-all",
+                    NOT_WINNER,
+                    seed_values(rows, "entropy", run=claim_run), relation="at_least",
+                    source=f"{CLAIMS[2].source}: more than two tokens' worth (ln 2); winner-takes-all is 0"),
+        *[claim_check("lr-ratio", f"η_Z = {lr:g}: entropy of c_n (distinct tokens) at η_Y/η_Z = {high:g} minus at "
+                      f"{low:g} (nats)",
+                      RATIO_GAIN, seed_values(rows, "ratio_entropy_gain", run=f"q1-lrz{lr:g}"), relation="at_least",
+                      source=f"{CLAIMS[3].source}: the authors' gains +0.12 to +0.27; {RATIO_GAIN:g} fixed before "
+                             "running")
+          for lr in settings.lrs],
+        Check(f"{claim_run}: attention on the distinct tokens at the query of {READING_PROMPTS} held-out prompts "
+              "against c_n's (mean over seeds)", sum(typed) / len(typed), sum(reading) / len(reading),
+              READING_TOLERANCE, source="the paper's c_{l|n} ∝ P(l|m,n) exp(z_ml) is the long-prompt limit of the "
+              "model's attention (Sec. 4)"),
+    ]
+
+
+def figure(results: dict, settings: Settings) -> list[Panel]:
+    """Fig. 4's attention over class 0's tokens (trained, against uniform attention), the entropy of c_n along
+    training for each η_Y/η_Z at η_Z = 1, and Fig. 6's first panel: the final entropy against η_Y/η_Z per η_Z."""
+    task, claim_run = settings.task(1), run_name(1, CLAIM_LR, CLAIM_RATIO)
+    support = torch.nonzero(task.conditional_probabilities()[0]).flatten().tolist()
+    final = [[seed[token] for token in support] for seed in results["final"][claim_run]]
+    tokens = Panel("token (common 0-9, distinct 10-19, rarest first)", "attention c_{l|n}, class 0", [
+        seed_curve(f"trained, η_Z = {CLAIM_LR:g}, η_Y/η_Z = {CLAIM_RATIO:g}", support, final, bounds=(0.0, 1.0)),
+        Curve("uniform attention: P(l|m,n)", support, task.conditional_probabilities()[0, support].tolist(),
+              baseline=True)], title="attention after training (Fig. 4)")
+    curves = results["curves"]
+    along = Panel("step", "entropy of c_n over the distinct tokens (nats)", [
+        seed_curve(f"η_Y/η_Z = {ratio:g}", curves[run_name(1, CLAIM_LR, ratio)][0]["steps"],
+                   [seed["entropy"] for seed in curves[run_name(1, CLAIM_LR, ratio)]])
+        for ratio in settings.ratios], title=f"scan and snap, η_Z = {CLAIM_LR:g}")
+    rows = results["rows"]
+    sweep = Panel("η_Y / η_Z", "final entropy of c_n, distinct tokens (nats)", [
+        seed_curve(f"η_Z = {lr:g}", list(settings.ratios),
+                   [list(values) for values in zip(*(seed_values(rows, "entropy", run=run_name(1, lr, ratio))
+                                                     for ratio in settings.ratios))], continuous=False)
+        for lr in settings.lrs], xscale="log", title="Fig. 6, 1 query / 2 next tokens")
+    return [tokens, along, sweep]
+
+
+REPRODUCTION = Reproduction(
+    name="tian-2023",
+    paper=PAPER,
+    summary="A 1-layer transformer (Y/Z reparameterisation) trained by SGD on sequence classes scans: attention "
+            "leaves the common tokens for the distinct ones, drops the rarest first, and snaps before "
+            "winner-takes-all, earlier for a faster decoder.",
+    caption="Attention c_{l|n} ∝ P(l|m,n) exp(z_ml) of the trained 1-layer transformer on class 0's tokens against "
+            "uniform attention, the entropy of c_n along training for each η_Y/η_Z at η_Z = 1, and the final entropy "
+            "against η_Y/η_Z for each η_Z (the authors' Fig. 6 sweep: 1 query, 2 next tokens, 10 common and 10 "
+            "distinct tokens a class, T = 128, batch 128, 100 steps of SGD with momentum 0.9)",
+    claims=CLAIMS,
+    scales=SCALES,
+    runs=runs,
+    measure=measure,
+    checks=checks,
+    figure=figure,
+    quick_minutes=1.0,
+    monitor=monitor,
+    seeds={"quick": 10, "full": 10},  # the authors' ten seeds (figure_6.log: seed=1..10)
+)
