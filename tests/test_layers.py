@@ -25,7 +25,8 @@ LAYERS = [
                           "icl_sim.distributed"]),
     ("probing, evaluation, plots", ["icl_sim.evaluation", "icl_sim.probing", "icl_sim.probe_metrics",
                                     "icl_sim.latent_probes", "icl_sim.weight_comparison", "icl_sim.plots",
-                                    "icl_sim.reports", "icl_sim.optimisation_diagnostics"]),
+                                    "icl_sim.reports", "icl_sim.optimisation_diagnostics",
+                                    "icl_sim.implicit_updates"]),
     ("claims and reproductions", ["icl_sim.claims", "icl_sim.paper_repro", "icl_sim.sweep", "icl_sim.catalogue"]),
     ("cli", ["icl_sim.cli", "icl_sim.__main__"]),
 ]
