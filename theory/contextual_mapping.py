@@ -33,6 +33,9 @@ import torch
 
 from icl_sim.validation import check_int
 
+#: pairs of sets whose Boltzmann differences are computed at once (each a |V| × |V| array)
+PAIRS_AT_ONCE = 1024
+
 
 @dataclass(frozen=True)
 class RankOneConstruction:
@@ -90,9 +93,11 @@ def context_margin_log10(construction: RankOneConstruction, vocabulary: np.ndarr
         if len(sets) < 2:
             continue
         first, second = np.triu_indices(len(sets), 1)
-        logs = _log_boltzmann_differences(construction.score_scale * u[token], u, member[sets[first]],
-                                          member[sets[second]])
-        least = min(least, float(logs.min()))
+        for start in range(0, len(first), PAIRS_AT_ONCE):
+            block = slice(start, start + PAIRS_AT_ONCE)
+            logs = _log_boltzmann_differences(construction.score_scale * u[token], u, member[sets[first[block]]],
+                                              member[sets[second[block]]])
+            least = min(least, float(logs.min()))
     return (least + math.log(construction.output_scale)) / math.log(10)
 
 
