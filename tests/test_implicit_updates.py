@@ -69,24 +69,29 @@ def _tokens(weights, xs, ys):
         + weights["embedding.positions.weight"][: 2 * count]
 
 
-def _reference(weights, xs, ys, layers=2, heads=2):
-    """One prompt: the in-context prediction at the last x token and every block's (ΔW_fc, δ, ΔW_proj) by the
-    formula, then the context-free query through blocks whose matrices are W + ΔW (bias form) and W_out + ΔW_out
-    (output form)."""
-    h = _tokens(weights, xs, np.append(ys[:-1], 0.0))[:-1]  # the query is the last token
+def _query_token(weights, query, slot):
+    return query @ weights["embedding.read_in.weight"].T + weights["embedding.read_in.bias"] \
+        + weights["embedding.positions.weight"][2 * slot]
+
+
+def _reference(weights, xs, ys, query, slot, layers=2, heads=2):
+    """One prompt: the context (xs, ys) at its points and the query as the x token of point ``slot``: the in-context
+    prediction and every block's (ΔW_fc, δ, ΔW_proj) by the formula, then the context-free query through blocks
+    whose matrices are W + ΔW (bias form) and W_out + ΔW_out (output form)."""
+    h = np.vstack([_tokens(weights, xs, ys), _query_token(weights, query, slot)])
     patches = []
     for layer in range(layers):
         block = f"blocks.{layer}"
-        query = h[-1]
-        lone = _attention(weights, f"{block}.attn", _layer_norm(query[None], weights[f"{block}.ln_1.weight"],
+        last = h[-1]
+        lone = _attention(weights, f"{block}.attn", _layer_norm(last[None], weights[f"{block}.ln_1.weight"],
                                                                   weights[f"{block}.ln_1.bias"]), heads)[0]
         attended = h + _attention(weights, f"{block}.attn", _layer_norm(h, weights[f"{block}.ln_1.weight"],
                                                                           weights[f"{block}.ln_1.bias"]), heads)
         seen = _layer_norm(attended[-1], weights[f"{block}.ln_2.weight"], weights[f"{block}.ln_2.bias"])
-        alone = _layer_norm(query + lone, weights[f"{block}.ln_2.weight"], weights[f"{block}.ln_2.bias"])
+        alone = _layer_norm(last + lone, weights[f"{block}.ln_2.weight"], weights[f"{block}.ln_2.bias"])
         first = weights[f"{block}.mlp.fc.weight"]
         delta = np.outer(first @ (seen - alone), alone) / (alone @ alone)
-        steer = attended[-1] - query - lone
+        steer = attended[-1] - last - lone
         hidden = _gelu(first @ seen + weights[f"{block}.mlp.fc.bias"])
         patches.append((delta, steer, np.outer(steer, hidden) / (hidden @ hidden)))
         normalised = _layer_norm(attended, weights[f"{block}.ln_2.weight"], weights[f"{block}.ln_2.bias"])
@@ -96,8 +101,7 @@ def _reference(weights, xs, ys, layers=2, heads=2):
     in_context = float(read @ weights["head.read_out.weight"][0] + weights["head.read_out.bias"][0])
     predictions = {}
     for form in ("bias", "output"):
-        token = _tokens(weights, xs[-1:], np.zeros(1))[0] - weights["embedding.positions.weight"][0] \
-            + weights["embedding.positions.weight"][2 * (len(xs) - 1)]
+        token = _query_token(weights, query, slot)
         for layer, (delta, steer, output) in enumerate(patches):
             block = f"blocks.{layer}"
             lone = _attention(weights, f"{block}.attn", _layer_norm(token[None], weights[f"{block}.ln_1.weight"],
@@ -120,12 +124,13 @@ def test_patches_and_identity_against_numpy(model, prompt):
         patched = {form: patched_prediction(model, xs[:, -1], CONTEXT, patches, form) for form in ("bias", "output")}
         assert torch.allclose(in_context, model(xs, ys)[:, -1], atol=1e-12)
     for b in range(xs.shape[0]):
-        expected, reference, predictions = _reference(weights, xs[b].numpy(), ys[b].numpy())
+        expected, reference, predictions = _reference(weights, xs[b, :-1].numpy(), ys[b, :-1].numpy(),
+                                                      xs[b, -1].numpy(), CONTEXT)
         assert in_context[b].item() == pytest.approx(expected, abs=1e-10)
         for patch, (delta, steer, output) in zip(patches, reference):
-            np.testing.assert_allclose(patch.fc[b].numpy(), delta, atol=1e-10)
+            np.testing.assert_allclose(patch.first.dense()[b].numpy(), delta, atol=1e-10)
             np.testing.assert_allclose(patch.steer[b].numpy(), steer, atol=1e-10)
-            np.testing.assert_allclose(patch.proj[b].numpy(), output, atol=1e-10)
+            np.testing.assert_allclose(patch.output.dense()[b].numpy(), output, atol=1e-10)
             assert np.linalg.svd(delta, compute_uv=False)[1] <= 1e-10 * np.linalg.norm(delta)
         for form in ("bias", "output"):  # the numpy model with its matrices replaced predicts the in-context value
             assert predictions[form] == pytest.approx(expected, abs=1e-10)
@@ -142,17 +147,22 @@ def test_without_patches_the_context_free_model_differs(model, prompt):
 
 def test_trajectory_telescopes_and_steps_are_differences(model, prompt):
     """Implicit GD: the patches after i examples, applied at every i, give the model's prediction with those i
-    examples and the same query; the steps are the norms of the successive differences."""
+    examples and the same query token (point n: numpy, the context at its points and the query after a gap); the
+    steps are the norms of the successive differences."""
     xs, ys = prompt
+    weights = _weights(model)
     with torch.no_grad():
         trajectory = update_trajectory(model, xs[:, :-1], ys[:, :-1], xs[:, -1])
+        first = torch.stack([p.first.dense() for p in block_patches(model, xs[:, :1], ys[:, :1], xs[:, -1], CONTEXT)[0]], 1)
+        second = torch.stack([p.first.dense() for p in block_patches(model, xs[:, :2], ys[:, :2], xs[:, -1], CONTEXT)[0]], 1)
+    for b in range(xs.shape[0]):
         for count in range(1, CONTEXT + 1):
-            prompt_xs = torch.cat([xs[:, :count], xs[:, -1:]], dim=1)
-            prompt_ys = torch.cat([ys[:, :count], torch.zeros_like(ys[:, :1])], dim=1)
-            assert torch.allclose(trajectory["in_context"][:, count - 1], model(prompt_xs, prompt_ys)[:, -1],
-                                  atol=1e-12)
-        first = torch.stack([p.fc for p in block_patches(model, xs[:, :1], ys[:, :1], xs[:, -1])[0]], 1)
-        second = torch.stack([p.fc for p in block_patches(model, xs[:, :2], ys[:, :2], xs[:, -1])[0]], 1)
+            expected, patches, _ = _reference(weights, xs[b, :count].numpy(), ys[b, :count].numpy(),
+                                              xs[b, -1].numpy(), CONTEXT)
+            assert trajectory["in_context"][b, count - 1].item() == pytest.approx(expected, abs=1e-10)
+            if count == 1:
+                norm = np.sqrt(sum(np.sum(delta ** 2) for delta, _, _ in patches))
+                assert trajectory["norm"][b, 0].norm().item() == pytest.approx(norm, abs=1e-10)
     assert torch.allclose(trajectory["patched"], trajectory["in_context"], atol=1e-10)
     assert torch.allclose(trajectory["patched_output"], trajectory["in_context"], atol=1e-10)
     assert torch.allclose(trajectory["step"][:, 0], (second - first).flatten(2).norm(dim=-1), atol=1e-12)
@@ -171,7 +181,7 @@ def test_fine_tuning_gradient_against_autograd(model, prompt):
     """Per prompt, the gradient of ½ Σ_j (f(x_j alone at point j) − y_j)² with respect to each block's MLP first
     matrix, by autograd through the model's own forward on each lone token; and one explicit step of it."""
     xs, ys = prompt
-    grads = fine_tuning_gradient(model, xs, ys)
+    grads = [grad.dense() for grad in fine_tuning_gradient(model, xs, ys)]
     for b in range(xs.shape[0]):
         model.zero_grad()
         loss = sum(0.5 * (_lone(model, xs[b, j], j) - ys[b, j]) ** 2 for j in range(xs.shape[1]))
@@ -182,7 +192,7 @@ def test_fine_tuning_gradient_against_autograd(model, prompt):
     lr = 0.05
     stepped = explicit_fine_tuning(model, xs[:, :-1], ys[:, :-1], xs[:, -1], lr, 1)
     original = [block.mlp.fc.weight.detach().clone() for block in model.blocks]
-    gradients = fine_tuning_gradient(model, xs[:, :-1], ys[:, :-1])
+    gradients = [grad.dense() for grad in fine_tuning_gradient(model, xs[:, :-1], ys[:, :-1])]
     for b in range(xs.shape[0]):
         with torch.no_grad():
             for block, weight, grad in zip(model.blocks, original, gradients):
@@ -199,5 +209,27 @@ def test_bad_input(model, prompt):
         block_patches(model, xs[:, :0], ys[:, :0], xs[:, -1])
     with pytest.raises(ValueError, match="form"):
         patched_prediction(model, xs[:, -1], 1, block_patches(model, xs[:, :1], ys[:, :1], xs[:, -1])[0], "gate")
+    with pytest.raises(ValueError, match="slot"):
+        block_patches(model, xs[:, :2], ys[:, :2], xs[:, -1], 1)
     with pytest.raises(ValueError, match="steps"):
         explicit_fine_tuning(model, xs[:, :1], ys[:, :1], xs[:, -1], 0.1, -1)
+
+
+def test_explicit_fine_tuning_steps_against_autograd(model, prompt):
+    """Two explicit steps, each the autograd gradient of the lone-token loss at the weights the step before left,
+    on the model's own modules, for one prompt."""
+    xs, ys = prompt
+    lr, original = 0.05, [block.mlp.fc.weight.detach().clone() for block in model.blocks]
+    stepped = explicit_fine_tuning(model, xs[:1, :-1], ys[:1, :-1], xs[:1, -1], lr, 2)
+    for _ in range(2):
+        model.zero_grad()
+        sum(0.5 * (_lone(model, xs[0, j], j) - ys[0, j]) ** 2 for j in range(CONTEXT)).backward()
+        with torch.no_grad():
+            for block in model.blocks:
+                block.mlp.fc.weight -= lr * block.mlp.fc.weight.grad
+    with torch.no_grad():
+        expected = _lone(model, xs[0, -1], CONTEXT).item()
+        for block, weight in zip(model.blocks, original):
+            block.mlp.fc.weight.copy_(weight)
+    model.zero_grad()
+    assert stepped[0].item() == pytest.approx(expected, abs=1e-10)
