@@ -15,13 +15,16 @@ from icl_sim.models.mesa import MesaTransformer
 from icl_sim.models.projected_attention import ProjectedAttention
 from icl_sim.models.selection_attention import SelectionAttention
 from icl_sim.models.softmax_attention import SoftmaxAttention
+from icl_sim.models.yz_transformer import YZTransformer
+from icl_sim.models.ttt import TestTimeTraining
 
 MODELS = WithPlugins({"lsa": LinearSelfAttention, "gpt": GPT, "looped": LoopedTransformer,
                       "looped-lsa-ln": LoopedLSA, "softmax-attention": SoftmaxAttention, "deep-linear": DeepLinear,
                       "disentangled": DisentangledTransformer, "complex-lsa": ComplexCausalLSA,
                       "selection-attention": SelectionAttention, "mesa": MesaTransformer,
                       "looped-softmax-ngd": LoopedSoftmaxNGD, "kernel-attention": KernelAttention,
-                      "projected-attention": ProjectedAttention},
+                      "projected-attention": ProjectedAttention, "ttt": TestTimeTraining,
+                      "yz-transformer": YZTransformer},
                      "models", lambda model: isinstance(model, type) and issubclass(model, InContextModel),
                      "an InContextModel class")
 
@@ -40,5 +43,5 @@ def build_model(name: str, dim: int, points: int, /, target_dim: int = 1, **para
 
 __all__ = ["ComplexCausalLSA", "DeepLinear", "DisentangledTransformer", "GPT", "MODELS", "InContextModel",
            "KernelAttention", "LinearSelfAttention", "LoopedLSA", "LoopedSoftmaxNGD", "LoopedTransformer",
-           "MesaTransformer", "ProjectedAttention", "SelectionAttention", "SoftmaxAttention", "build_model",
-           "constructed_lsa"]
+           "MesaTransformer", "ProjectedAttention", "SelectionAttention", "SoftmaxAttention", "TestTimeTraining",
+           "build_model", "constructed_lsa"]
