@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import torch
+from tqdm import tqdm
 
 from icl_sim.atomic import removed_if_failed
 from icl_sim.config import SHORTCUTS, TrainConfig, typed_fields
@@ -26,6 +28,7 @@ from icl_sim.run_io import load_config, load_run
 from icl_sim.seeding import make_generator
 from icl_sim.tasks import TASKS, make_task
 from icl_sim.theory import gd_lsa_weights, optimal_preconditioner
+from icl_sim.theory.step_tuning import STEP_FAMILIES, tuning_seconds
 from icl_sim.training import resolve_device
 from icl_sim.validation import check_choice, check_float
 from icl_sim.weight_comparison import compare_to_construction, effective_layer_maps
@@ -272,11 +275,20 @@ def probe_run(run_dir, algorithm: str, *, step_params: str = "shared", steps: in
     Writes ``NAME.{csv,json}`` (the records) and ``NAME.png`` (layer × step residual cosine) to
     ``out_dir`` (default ``RUN_DIR/probe``), NAME being ``algorithm``, then ``-per-step`` for per-step
     parameters and ``-fitted`` for the fitted read-out, so no two settings overwrite each other;
-    returns probe's result and the paths (``csv``, ``json``, ``figure``).
+    returns probe's result and the paths (``csv``, ``json``, ``figure``).  Per-step parameters are tuned one step
+    count after another (:func:`icl_sim.theory.step_tuning.tuning_seconds`: quadratic in the steps): a tuning
+    priced over ``PRICE_WARNING_SECONDS`` is one ``Warning:`` line, with its estimate, before the work starts.
     """
     device = resolve_device(device)
     model, task, model_name = run_model_and_task(run_dir, device, checkpoint_format, step)
     check_prompts_fit(task, "num_prompts", num_prompts, prompt_sets=2)  # tuning and probe prompts
+    if step_params == "per-step" and algorithm in STEP_FAMILIES:
+        count = steps or _layer_count(model, task)
+        seconds = tuning_seconds(algorithm, count, num_prompts)
+        if seconds > PRICE_WARNING_SECONDS:
+            tqdm.write(f"Warning: tuning {count} per-step {algorithm} steps on {num_prompts} prompts takes about "
+                       f"{seconds / 60:.0f} CPU minutes (quadratic in --steps); lower --steps or --num-prompts",
+                       file=sys.stderr)
     result = probe(model, task, algorithm, steps=steps, step_params=step_params,
                    num_prompts=num_prompts, seed=seed, device=device, readout=readout, progress=progress)
     out_dir = output_folder(run_dir, out_dir, "probe", step)
@@ -289,6 +301,18 @@ def probe_run(run_dir, algorithm: str, *, step_params: str = "shared", steps: in
                               rows=layers, columns=steps, xlabel=f"{algorithm} step ({step_params} step parameters)",
                               ylabel="layer", colorbar="residual cosine", title=f"{model_name} vs {algorithm}")
     return result, {"csv": csv_path, "json": json_path, "figure": figure}
+
+
+#: a probe whose step tuning is estimated to take longer than this many CPU seconds says so before it starts
+PRICE_WARNING_SECONDS = 60.0
+
+
+def _layer_count(model, task) -> int:
+    """How many layers (or loops) ``model`` reads out: one prompt of ``task`` through it."""
+    prompt = task.sample(1, make_generator(0, "eval"), dtype=next(model.parameters()).dtype)
+    device = next(model.parameters()).device
+    with torch.no_grad():
+        return len(model.layer_predictions(prompt.xs.to(device), prompt.ys.to(device)))
 
 
 def check_prompts_fit(task, name: str, count: int, prompt_sets: int = 1) -> None:

@@ -119,3 +119,28 @@ def test_a_checkpoint_with_a_non_finite_optimiser_state_is_refused(tmp_path):
     record_checksum(run)
     one_line_error(lambda: train(config(20), run, resume=True, progress=False), str(run / CHECKPOINT_FILE),
                    "'exp_avg_sq'", "NaN or infinite")
+
+
+class Priced(Exception):
+    """Raised in place of the probe's work: the price was given (or not) before it."""
+
+
+@pytest.mark.parametrize("algorithm, steps, warned", [("preconditioned-gd", 200, True), ("gd", 3, False)])
+def test_a_per_step_probe_is_priced_before_its_tuning_starts(tmp_path, monkeypatch, algorithm, steps, warned):
+    """Per-step tuning is quadratic in --steps (each count 1..K tuned in turn): 200 preconditioned steps on 1024
+    prompts, about 2 CPU hours by the measured rate, is one Warning line with its estimate before any work; three
+    GD steps are not worth a word.  The estimate is the formula of tuning_seconds."""
+    from icl_sim import reports
+    from icl_sim.theory.step_tuning import tuning_seconds
+
+    train(config(steps=5), tmp_path / "run", progress=False)
+    monkeypatch.setattr(reports, "probe", lambda *args, **kwargs: (_ for _ in ()).throw(Priced()))
+    result = CliRunner().invoke(cli, ["probe", str(tmp_path / "run"), "--algorithm", algorithm, "--step-params",
+                                      "per-step", "--steps", str(steps), "--device", "cpu"])
+    assert isinstance(result.exception, Priced)
+    minutes = tuning_seconds(algorithm, steps, 1024) / 60
+    assert (f"Warning: tuning {steps} per-step {algorithm} steps on 1024 prompts takes about {minutes:.0f} CPU "
+            f"minutes" in result.stderr) == warned
+    # quadratic in the steps, linear in the prompts: twice the steps on half the prompts cost (2K + 1)/(K + 1) times
+    assert tuning_seconds(algorithm, 2 * steps, 512) == pytest.approx(tuning_seconds(algorithm, steps, 1024)
+                                                                      * (2 * steps + 1) / (steps + 1))

@@ -49,6 +49,9 @@ class StepFamily:
     build: Callable[..., LinearBaseline]
     start: Callable[[torch.Tensor, int], dict[str, torch.Tensor]]
     spectral: bool = False
+    #: CPU seconds of one L-BFGS tuning of one step on 1024 prompts, one thread (the development machine, d = 3-10,
+    #: 2026-12-05: the highest measured at K = 5 and 20): what ``tuning_seconds`` prices a K-step tuning by
+    seconds_per_step: float = 0.1
 
 
 def _as_floats(values: torch.Tensor) -> list[float]:
@@ -60,18 +63,27 @@ STEP_FAMILIES = {
         iterate=gradient_descent_spectral,
         build=lambda step_sizes: StepwiseGD(_as_floats(step_sizes)),
         start=lambda sizes, dim: {"step_sizes": sizes},
-        spectral=True),
+        spectral=True, seconds_per_step=0.09),
     "preconditioned-gd": StepFamily(
         iterate=preconditioned_descent,
         build=StepwisePreconditionedGD,
         start=lambda sizes, dim: {"preconditioners": sizes[:, None, None] * torch.eye(dim, dtype=sizes.dtype,
-                                                                                      device=sizes.device)}),
+                                                                                      device=sizes.device)},
+        seconds_per_step=0.35),
     "gd-plus-plus": StepFamily(
         iterate=gd_plus_plus_spectral,
         build=lambda step_sizes, corrections: StepwiseGDPlusPlus(_as_floats(step_sizes), _as_floats(corrections)),
         start=lambda sizes, dim: {"step_sizes": sizes, "corrections": torch.zeros_like(sizes)},
-        spectral=True),
+        spectral=True, seconds_per_step=0.16),
 }
+
+
+def tuning_seconds(family: str, steps: int, prompts: int) -> float:
+    """An estimate of the CPU seconds ``tune_steps(family, ...)`` takes for ``steps`` free steps on ``prompts``
+    prompts: the lengths 1..K are tuned in turn, each evaluation of a length-k risk costs k steps, so the cost grows
+    as K(K + 1)/2 (quadratic in K, where shared steps are one tuning), and linearly in the prompts."""
+    check_choice("family", family, STEP_FAMILIES)
+    return STEP_FAMILIES[family].seconds_per_step * steps * (steps + 1) / 2 * prompts / 1024
 
 
 @dataclass(frozen=True)
