@@ -73,7 +73,7 @@ def test_runs_are_the_fig6_sweep():
     """figure_6.log: L 128, batch 128, 100 iterations, sgd, momentum 0.9, wd 0, lr_z in {0.5, 1, 2, 3}, lr_y = lr_z ×
     {1, 2, 5, 10}, num_last 1, 3, 5, 10 (full), zero_init false, 10 seeds."""
     full = tian_2023.runs(tian_2023.SCALES["full"])
-    assert len(full) == 64 and tian_2023.REPRODUCTION.seeds == {"quick": 10, "full": 10}
+    assert len(full) == 65 and tian_2023.REPRODUCTION.seeds == {"quick": 10, "full": 10}
     config = full["q3-lrz2-ratio5"]
     assert (config.optimizer, config.lr, config.momentum, config.weight_decay, config.lr_group,
             config.lr_group_scale) == ("sgd", 2.0, 0.9, 0.0, "decoder", 5.0)
@@ -81,8 +81,12 @@ def test_runs_are_the_fig6_sweep():
         100, 128, "constant", "yz-transformer", {})
     assert config.task_params == dataclasses.asdict(make_task("sequence-class", queries=3))
     quick = tian_2023.runs(tian_2023.SCALES["quick"])
-    assert {name: dataclasses.replace(value, log_every=5) for name, value in quick.items()} == {
-        name: value for name, value in full.items() if name.startswith("q1-")}
+    assert quick == {name: value for name, value in full.items() if not name.startswith(("q3-", "q5-", "q10-"))}
+    fig4 = full["fig4"]  # figure_4.log: num_last 2, num_next_per_last 1, lr_z 1, ratio 1, the yaml's zero_init
+    assert (fig4.task_params["queries"], fig4.task_params["next_per_query"], fig4.model_params, fig4.lr,
+            fig4.lr_group_scale) == (2, 1, {"init": "zero"}, 1.0, 1.0)
+    assert dataclasses.replace(fig4, task_params=config.task_params, model_params={}, lr=2.0,
+                               lr_group_scale=5.0) == config
 
 
 def test_measures_against_closed_forms():
@@ -101,6 +105,14 @@ def test_measures_against_closed_forms():
         model.attention[30, 20:30] = torch.arange(10.0) ** 2
         model.attention[30, :10] = -5.0
     assert math.isclose(tian_2023.scan_rank(model, TASK), 1.0, rel_tol=1e-12)
+    zero = build_model("yz-transformer", TASK.dim, TASK.points, TASK.target_dim, init="zero")
+    assert tian_2023.scan_rank(zero, TASK) == 0.0  # all z equal: no order
+    with torch.no_grad():  # ties share their average rank: z = (0, 0, 1, …, 8) against ranks (0.5, 0.5, 2, …, 9)
+        zero.attention[30, 10:20] = torch.tensor([0.0, 0.0] + list(range(1, 9)), dtype=torch.float32)
+    x = torch.tensor([0.5, 0.5] + list(range(2, 10)), dtype=torch.float64)
+    y = torch.arange(10, dtype=torch.float64)
+    rho = float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()).norm() * (y - y.mean()).norm()))
+    assert math.isclose(tian_2023.scan_rank(zero, TASK), rho / 2, rel_tol=1e-12)  # class 1's z all equal: 0
     attention = tian_2023.class_attention(model, TASK)
     raw = TASK.conditional_probabilities()[0] * torch.exp(model.attention.detach()[30])
     torch.testing.assert_close(attention[0], raw / raw.sum())
