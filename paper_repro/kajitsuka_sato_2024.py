@@ -260,7 +260,7 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
         seed_curve("rank-1 layer, all sequences", sizes, per_seed("accuracy"), bounds=(0, 1), continuous=False),
         seed_curve("rank-1 layer, ambiguous sequences", sizes, per_seed("ambiguous_accuracy"), bounds=(0, 1),
                    continuous=False),
-        seed_curve("context-blind ceiling", sizes, per_seed("context_blind_ceiling"), baseline=True,
+        seed_curve("context-blind ceiling", sizes, per_seed("context_blind_ceiling"), bounds=(0, 1), baseline=True,
                    continuous=False)],
         targets=[Target("memorised", 1.0, 1.0, 1.0)], xscale="log", title="memorisation, one rank-1 head")
     by_size = Panel("N (sequences)", "−log10 margin", [
