@@ -83,8 +83,8 @@ minutes a block, user + sys, the three seeds training as one ensemble; the contr
   0.084.  Untrained control: 1.035, 1.036, 0.962 and 0.969, 0.923, 0.945 (fails).  The explicit fine-tuning
   baseline (10 GD steps on the same matrices and examples, step size tuned) ends at about 1.0 after 9 examples
   where the model in context is at about 0.2 (block 1100, figure): the implicit updates are a far better learner
-  than explicit GD on the same matrices; an untrained model fine-tuned explicitly also learns (dev seed 901's
-  architecture at its initialisation: 5.9 → 3.1 on garg-2022's d = 5 probe), in context it does not.
+  than explicit GD on the same matrices; an untrained model fine-tuned explicitly also learns (garg-2022's quick
+  architecture at its initialisation, a probe on d = 5 prompts: 5.9 → 3.1), in context it does not.
 * The identities hold to 1.3e-15 - 5.3e-15 (both forms) and 2.5e-16 - 3.0e-16 (rank) on every block and control.
 """
 from __future__ import annotations
