@@ -5,6 +5,7 @@ from icl_sim.plugins import WithPlugins
 from icl_sim.tasks.autoregressive import Autoregressive
 from icl_sim.tasks.base import Task
 from icl_sim.tasks.boolean import Boolean
+from icl_sim.tasks.deep_relu_teacher import DeepReluTeacher
 from icl_sim.tasks.graph_connectivity import GraphConnectivity
 from icl_sim.tasks.graphqa import GraphQAConnectivity
 from icl_sim.tasks.graph_search import GraphSearch
@@ -13,7 +14,12 @@ from icl_sim.tasks.linear_classification import LinearClassification
 from icl_sim.tasks.linear_classification_ngd import GuidedLinearClassification
 from icl_sim.tasks.linear_map import LinearMap
 from icl_sim.tasks.linear_regression import LinearRegression
+from icl_sim.tasks.memorisation import Memorisation
+from icl_sim.tasks.mixture import Mixture
 from icl_sim.tasks.pca import PCA
+from icl_sim.tasks.sequence_class import SequenceClass
+from icl_sim.tasks.relu_network import ReLUNetwork
+from icl_sim.tasks.sinusoid import Sinusoid
 from icl_sim.tasks.token_selection import TokenSelection
 
 #: what a plugin's task class must have: the Task protocol's class members (its instances' fields are its own)
@@ -21,7 +27,9 @@ TASK_MEMBERS = ("name", "metric", "loss", "evaluated_positions", "probe_algorith
                 "baselines", "slices")
 TASKS = WithPlugins({cls.name: cls for cls in (LinearRegression, Autoregressive, Boolean, GraphConnectivity, PCA,
                                                LinearClassification, LinearMap, GraphSearch, GraphQAConnectivity,
-                                               TokenSelection, GuidedLinearClassification, KCMRegression)},
+                                               TokenSelection, GuidedLinearClassification, KCMRegression,
+                                               DeepReluTeacher,
+                                               Mixture, ReLUNetwork, Sinusoid, SequenceClass, Memorisation)},
                     "tasks", lambda task: isinstance(task, type) and all(hasattr(task, m) for m in TASK_MEMBERS),
                     "a task class (the Task protocol: " + ", ".join(TASK_MEMBERS) + ")")
 
