@@ -1,0 +1,356 @@
+"""Yadlowsky, Doshi & Tripuraneni (2023), "Pretraining data mixtures enable narrow model selection capabilities in
+transformer models" (arXiv 2311.00871).
+
+What could be read: the abstract and the opening of the introduction (a stored copy of the arXiv text; no further
+section, figure or table, and no code of the authors' was found).  They say: a transformer trained, as in Garg et
+al. (2022), on sequences of (x, f(x)) pairs whose function f comes from a mixture of distinct function families
+first identifies the family in context and then learns within it, near-optimally, when the family is
+well-represented in the pretraining mixture; on functions outside the mixture it fails, its generalisation
+degrading even for simple extrapolations.  The issue that asked for this reproduction (issue 42) names the two
+out-of-mixture tests, convex combinations of the families and sinusoids of frequencies outside the pretraining
+range; the families' forms and every size below are this module's choices, not read from the paper.
+
+Setting.  Functions on x ~ N(0, I_d): the linear family f(x) = wᵀx, w ~ N(0, I_d) (``linear-regression``), and
+sinusoids f(x) = a sin(ω uᵀx + φ), u uniform on the unit sphere, ω uniform on [1, 2], φ uniform on [0, 2π)
+(``sinusoid``), with a = √(2d) so that E[f(x)²] = d for both families, as Garg et al. scale each of their families
+(the sinusoids at a = 1 carry half the linear functions' scale, and a 1-seed pilot of the mixture at a = 1 had them
+at 0.67 of their trivial error after 6000 steps against 0.41 at a = √2 after 4000).  Three GPT-2-style
+transformers (``gpt``, Garg et al.'s model) train per seed on one recipe: ``mixture`` on the two families mixed per
+prompt with weights ½, ½ (``mixture``), and the two experts ``linear`` and ``sinusoid`` on one family each, for half
+the mixture model's steps, so that each sees as many prompts of its family as the mixture model does.  Out of the
+mixture, with the same points: convex combinations α wᵀx + (1 − α) a sin(ω uᵀx + φ) at α = ¼, ½, ¾ (``sinusoid``
+with ``linear_weight`` α) and sinusoids of frequencies in [0.25, 0.5], [0.5, 1], [2, 3] and [3, 4].
+
+Measure.  Squared error at every k (the number of in-context examples), per training seed, on held-out prompts
+(the "test" stream), and the relative error: the error over the trivial predictor's E[y²] (0 is predicting 0), so
+that functions of different scales compare; "late" means averaged over k = ⌈(N − 1)/2⌉ … N − 1 (k = 5 … 10 at
+N = 11), where a learner of either family has seen enough points to pin its function down.
+
+Claims (``CLAIMS``), each a contrast fixed before any run of this module, one value per training seed:
+
+* ``selects-family`` (abstract: near-optimal model selection, identifying the family in context): on each family
+  F, (a) the mixture model's late relative error at most ``MARGIN`` = 0.1 (a tenth of the trivial error) above the
+  expert of F's, and (b) at most ``FAR_BELOW`` = ¼ of the other expert's late error on F.  A model of the wrong
+  mechanism, one learner for both families (committed to one family's fit, or a blend of the two), fails (a) on
+  one family and (b) on the other; so does the untrained control, whose models are alike ((b) ≈ 1).
+* ``combinations-degrade`` (abstract: failure outside the pretraining mixture; issue 42: convex combinations):
+  the mixture model's late relative error on the α = ½ combination at least ``DEGRADATION`` = 2 times the larger of
+  its late relative errors on the two pure families.  A learner that fits functions beyond the mixture (a general
+  regressor, or one of the union of the families) does about as well on the combination as on the hardest family
+  (ratio ≈ 1), and a model that only picks one family leaves the other's half of the signal: ¼ of E[y²] from the
+  sinusoid's, ⅓ of the combination's trivial error.
+* ``frequencies-degrade`` (abstract: degradation even for simple extrapolation; issue 42: out-of-range
+  frequencies): its late relative error on sinusoids of frequency in [3, 4] at least ``DEGRADATION`` = 2 times its
+  late relative error on those of the pretraining range [1, 2].  A learner of sinusoids as such (one that fits the
+  frequency from the points, as least squares over a grid of ω would) has ratio ≈ 1 with 5 to 10 noiseless points.
+  The untrained control's relative error is flat in α and ω (ratios ≈ 1): it fails both.
+
+Scales.  ``full`` is Garg et al.'s recipe, which the abstract says the paper builds on (their src/conf: the
+``standard`` GPT-2 of 12 layers, width 256, 8 heads, Adam at 1e-4, batch 64, 500 001 steps, curriculum dims
+5:1:2000 and points 11:2:2000, d = 20 and 41 points, 1280 test prompts): the paper's own sizes could not be read.
+``quick`` and ``long`` shrink it to d = 1 and 11 points (k up to 10), a GPT of 2 layers, width 32 and 2 heads
+(GPT-2's tanh GELU, init std 0.02), batch 64, Adam at 3e-3 with 100 warm-up steps and a cosine decay, no
+curriculum (at d = 1 there are no dimensions to grow, and the prompts are short): 2400 steps for the mixture model
+at quick (1200 for each expert; 3 seeds), 12 000 at long (6000; 5 seeds).  A model-step costs 11.8 ms of CPU
+(measured: dev block 900, 3 runs × 3 seeds × 2000 steps and the measure, 212 s user + 10 s sys), so quick is about
+2.8 CPU minutes and long about 5 × 24 000 × 11.8 ms = 23.6 (projected from that rate; not yet run, see below).
+``smoke`` trains a few steps.
+
+Measured (2026-12-05; per-seed values in seed order; CPU = user + sys at one thread, under a load of 5-9):
+
+* dev block 900 (2000 steps for all three runs, before the experts' steps were halved; 3.7 CPU min): selects-family
+  0.067, −0.019, 0.135 (linear margin), 0.26, 0.12, 0.39 (linear, far below), 0.20, 0.11, 0.52 (sinusoid margin),
+  0.15, 0.10, 0.29 (sinusoid, far below); combinations 0.92, 0.99, 0.97; frequencies 4.43, 5.30, 2.56.  On it
+  selects-family and combinations-degrade were moved to long, before any verdict block was run.
+* ``frequencies-degrade`` at quick: block 1000 (seeds 1000-1002; 2.87 CPU min) 2.26, 5.76, 5.19, 95 % CI
+  [−0.26, 9.07]: INCONCLUSIVE (every seed above 2; seed 1000's mixture model had learned the sinusoids least, its
+  in-range relative error 0.62 against 0.17 and 0.25); block 1100 (2.87 CPU min) 5.27, 5.34, 4.83, CI [4.46, 5.83]:
+  HELD.  The sinusoid expert degrades alike (relative error 0.09-0.27 in range, 1.17-1.41 at [3, 4], block 1000).
+* deferred at quick (decided at long), blocks 1000 and 1100: selects-family linear margin 0.086, −0.009, −0.026 and
+  −0.014, 0.033, 0.064; linear, far below 0.29, 0.16, 0.10 and 0.15, 0.12, 0.15; sinusoid margin 0.53, 0.05, −0.02
+  and 0.12, 0.07, 0.06; sinusoid, far below 0.26, 0.08, 0.12 and 0.13, 0.07, 0.13.  combinations-degrade 1.14,
+  0.92, 1.21 and 0.95, 1.06, 1.05: even the mixture models within the margin of both experts (seeds 1001, 1002,
+  1101, 1102) do as well on the α = ½ combination as on the sinusoids at d = 1 (seed 1001: relative error 0.17 on
+  sinusoids, 0.16 at α = ½, 0.09 on linear functions), a sign that the claim may not hold in this setting at long.
+* untrained control (blocks 1000 and 1100): the three runs start from the same weights, so selects-family's
+  margins are 0 and its ratios exactly 1 (against ≤ ¼: failed by a finite value); combinations 0.99, 1.01, 0.99 and
+  1.00, 0.99, 1.00; frequencies 1.00, 0.99, 1.00 and 1.01, 1.00, 1.00 (against ≥ 2): every claim failed.
+* long: NOT run in this session (a projected 23.6 CPU min, above 90 minutes of wall time at the load of the day):
+  selects-family and combinations-degrade have no verdict yet.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from icl_sim.checks import Check, claim_check
+from icl_sim.config import Curriculum, TrainConfig
+from icl_sim.plots import Curve, Panel, Target, seed_curve
+from icl_sim.tasks import LinearRegression
+from icl_sim.tasks.mixture import Mixture
+from icl_sim.tasks.sinusoid import Sinusoid
+from icl_sim.theory import KNN, OLS
+
+from .measures import seed_values, squared_errors
+from .spec import Claim, Paper, Reproduction
+
+PAPER = Paper("S. Yadlowsky, L. Doshi, N. Tripuraneni",
+              "Pretraining data mixtures enable narrow model selection capabilities in transformer models",
+              "arXiv preprint 2023", "2311.00871")
+ABSTRACT = "Yadlowsky et al. 2023, abstract"
+ISSUE = "issue 42's reading of the paper"
+#: the pretraining families, by run name
+FAMILIES = ("linear", "sinusoid")
+#: the pretraining range of the sinusoids' frequency (the ``sinusoid`` task's default)
+TRAINED_BAND = (1.0, 2.0)
+#: frequency bands shown beside the trained one; the claim reads the highest
+BANDS = ((0.25, 0.5), (0.5, 1.0), TRAINED_BAND, (2.0, 3.0), (3.0, 4.0))
+OUT_OF_RANGE = (3.0, 4.0)
+#: the convex combinations α wᵀx + (1 − α) sin(...) shown (α = 0: the sinusoids, 1: the linear functions)
+ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0)
+COMBINATION = 0.5
+#: fixed before running: the mixture model within a tenth of the trivial error of each expert (relative error)
+MARGIN = 0.1
+#: fixed before running: "far below the other family's expert": at most this fraction of its error
+FAR_BELOW = 0.25
+#: fixed before running: "degrades sharply": relative error at least this factor of the in-mixture one
+DEGRADATION = 2.0
+#: the runs: the mixture model and one expert per family
+RUNS = ("mixture", *FAMILIES)
+#: GPT-2's MLP activation, as in Garg et al.'s model (HuggingFace ``gelu_new``)
+GPT2_MLP = {"activation": "gelu-tanh"}
+
+DEV_QUICK = "dev block 900 (seeds 900-902) at quick's recipe with 2000 steps for all three runs (3.7 CPU min): "
+CLAIMS = (
+    Claim("selects-family", "Pretrained on a mixture of linear functions and sinusoids, the transformer identifies "
+          "each prompt's family in context: on each family its error is close to the model trained on that family "
+          "alone, far below the other family's model", f"{ABSTRACT} (near-optimal model selection)",
+          decided_at="long", reason=DEV_QUICK + "on sinusoids the mixture model's late relative error is 0.20, 0.11, "
+          "0.52 above the sinusoid expert's (required ≤ 0.1), on linear functions 0.07, −0.02, 0.14 above the "
+          "linear expert's: it has not yet learned the sinusoids that half its prompts hold"),
+    Claim("combinations-degrade", "On convex combinations of the two families, outside the pretraining mixture, "
+          "its error degrades sharply", f"{ABSTRACT} (out-of-domain failure); {ISSUE} (convex combinations)",
+          decided_at="long", reason=DEV_QUICK + "the α = ½ combination's late relative error is 0.92, 0.99, 0.97 "
+          "of the larger pure family's, because that family (the sinusoids) is itself at 0.3-0.6 of its trivial "
+          "error: the contrast needs a model that has learned both families, the premise of selects-family"),
+    Claim("frequencies-degrade", "On sinusoids of frequencies above the pretraining range its error degrades "
+          "sharply", f"{ABSTRACT} (degradation for simple extrapolation); {ISSUE} (out-of-range frequencies)",
+          analysis="On the two blocks never run before: INCONCLUSIVE on block 1000 (2.26, 5.76, 5.19, 95 % CI "
+          "[−0.26, 9.07], every seed above 2: seed 1000's mixture model had learned the sinusoids least, relative "
+          "error 0.62 in range) and HELD on block 1100 (5.27, 5.34, 4.83, CI [4.46, 5.83])."),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Sizes of one scale."""
+
+    dim: int
+    points: int
+    model: dict
+    steps: int
+    batch_size: int
+    lr: float
+    warmup_steps: int
+    lr_schedule: str
+    test_prompts: int
+    log_every: int
+    curriculum_dims: Curriculum | None = None
+    curriculum_points: Curriculum | None = None
+
+    @property
+    def amplitude(self) -> float:
+        """√(2d): the sinusoids' E[f(x)²] = d, the linear family's (Garg et al. scale every family so)."""
+        return math.sqrt(2 * self.dim)
+
+    def family(self, run: str):
+        if run == "linear":
+            return LinearRegression(dim=self.dim, points=self.points)
+        return self.band(*TRAINED_BAND)
+
+    @property
+    def mixture(self) -> Mixture:
+        sinusoid = self.family("sinusoid")
+        spec = f"sinusoid:amplitude={sinusoid.amplitude!r}"
+        return Mixture(dim=self.dim, points=self.points, families=("linear-regression", spec), weights=(0.5, 0.5))
+
+    def combination(self, alpha: float):
+        """α wᵀx + (1 − α) a sin(ω uᵀx + φ); α = 1 is the linear family itself."""
+        if alpha == 1.0:
+            return self.family("linear")
+        return Sinusoid(dim=self.dim, points=self.points, amplitude=self.amplitude, linear_weight=alpha)
+
+    def band(self, low: float, high: float) -> Sinusoid:
+        return Sinusoid(dim=self.dim, points=self.points, frequency_low=low, frequency_high=high,
+                        amplitude=self.amplitude)
+
+    @property
+    def late(self) -> range:
+        """The k averaged over: the second half of the prompt."""
+        return range(math.ceil((self.points - 1) / 2), self.points)
+
+    def task(self, run: str):
+        return self.mixture if run == "mixture" else self.family(run)
+
+
+SMALL_GPT = {"n_embd": 32, "n_layer": 2, "n_head": 2, **GPT2_MLP}
+SCALES = {
+    "smoke": Settings(dim=1, points=11, model={"n_embd": 16, "n_layer": 1, "n_head": 2, **GPT2_MLP}, steps=10,
+                      batch_size=16, lr=3e-3, warmup_steps=0, lr_schedule="constant", test_prompts=64, log_every=5),
+    "quick": Settings(dim=1, points=11, model=SMALL_GPT, steps=2400, batch_size=64, lr=3e-3, warmup_steps=100,
+                      lr_schedule="cosine", test_prompts=2048, log_every=100),
+    "long": Settings(dim=1, points=11, model=SMALL_GPT, steps=12_000, batch_size=64, lr=3e-3, warmup_steps=100,
+                     lr_schedule="cosine", test_prompts=4096, log_every=200),
+    "full": Settings(dim=20, points=41, model={"size": "standard", "io_init": "pytorch", **GPT2_MLP}, steps=500_001,
+                     batch_size=64, lr=1e-4, warmup_steps=0, lr_schedule="constant", test_prompts=1280,
+                     log_every=1000, curriculum_dims=Curriculum(5, 1, 2000),
+                     curriculum_points=Curriculum(11, 2, 2000)),
+}
+
+
+def runs(settings: Settings) -> dict[str, TrainConfig]:
+    """The mixture model and the two experts, one recipe; each expert trains half the mixture model's steps, so
+    that it sees as many prompts of its family as the mixture model does (in expectation, weights ½, ½)."""
+    found = {}
+    for run in RUNS:
+        task = settings.task(run)
+        steps = settings.steps if run == "mixture" else settings.steps // 2
+        found[run] = TrainConfig(task=task.name, task_params=dataclasses.asdict(task), model="gpt",
+                                 model_params=settings.model, steps=steps, batch_size=settings.batch_size,
+                                 lr=settings.lr, warmup_steps=settings.warmup_steps,
+                                 lr_schedule=settings.lr_schedule, loss_on="all",
+                                 curriculum_dims=settings.curriculum_dims,
+                                 curriculum_points=settings.curriculum_points, log_every=settings.log_every,
+                                 checkpoint_every=max(steps // 5, 1))
+    return found
+
+
+def _errors(predictor, prompt) -> list[float]:
+    """Mean squared error / d at every k."""
+    return (squared_errors(predictor, prompt).mean(dim=0) / prompt.dim).tolist()
+
+
+def _conditions(settings: Settings) -> dict[str, object]:
+    """Every evaluation: condition name → task."""
+    found = {f"alpha={alpha:g}": settings.combination(alpha) for alpha in ALPHAS}
+    found.update({f"band={low:g}-{high:g}": settings.band(low, high) for low, high in BANDS})
+    return found
+
+
+def measure(measurement) -> dict:
+    """Per seed, model and condition: error / d at every k and the late relative error (over E[y²]/d); the
+    baselines' curves on the two families."""
+    settings = measurement.settings
+    conditions = _conditions(settings)
+    rows, curves = [], {}
+    prompts = {name: measurement.prompts(task, "test", settings.test_prompts) for name, task in conditions.items()}
+    for run in RUNS:
+        for seed, model in enumerate(measurement.models[run]):
+            model = copy.deepcopy(model).double().eval()
+            for name, task in conditions.items():
+                errors = _errors(model, prompts[name])
+                curves.setdefault((run, name), []).append(errors)
+                late = sum(errors[k] for k in settings.late) / len(settings.late)
+                rows.append({"run": run, "seed": seed, "condition": name, "quantity": "late_relative_error",
+                             "value": late / task.trivial_error()})
+    baselines = {"Least squares": OLS(), "3-Nearest Neighbors": KNN(3)}
+    for label, baseline in baselines.items():
+        for name in ("alpha=1", "alpha=0"):
+            curves[(label, name)] = [_errors(baseline, prompts[name])]
+    return {"rows": rows, "curves": {f"{run}|{name}": value for (run, name), value in curves.items()},
+            "trivial": {name: task.trivial_error() for name, task in conditions.items()}}
+
+
+def _late(rows, run: str, condition: str) -> list[float]:
+    return seed_values(rows, "late_relative_error", run=run, condition=condition)
+
+
+def checks(results: dict, settings: Settings) -> list[Check]:
+    rows = results["rows"]
+    family_condition = {"linear": "alpha=1", "sinusoid": "alpha=0"}
+    out = []
+    for family, condition in family_condition.items():
+        other = next(run for run in FAMILIES if run != family)
+        mixture, expert, rival = (_late(rows, run, condition) for run in ("mixture", family, other))
+        out.append(claim_check("selects-family", f"{family} functions: mixture model's late relative error minus "
+                               f"the {family} expert's", MARGIN, [m - e for m, e in zip(mixture, expert)],
+                               relation="at_most", source=f"{CLAIMS[0].source}; margin a tenth of the trivial "
+                                                          "error, fixed before running"))
+        out.append(claim_check("selects-family", f"{family} functions: mixture model's late error / the {other} "
+                               "expert's", FAR_BELOW, [m / r for m, r in zip(mixture, rival)], relation="at_most",
+                               source=f"{CLAIMS[0].source}; far below the other family's model: at most "
+                                      f"{FAR_BELOW:g} of its error, fixed before running"))
+    pure = [max(a, b) for a, b in zip(_late(rows, "mixture", "alpha=0"), _late(rows, "mixture", "alpha=1"))]
+    combined = _late(rows, "mixture", f"alpha={COMBINATION:g}")
+    out.append(claim_check("combinations-degrade", f"mixture model's late relative error at α = {COMBINATION:g} / "
+                           "the larger of its two families'", DEGRADATION, [c / p for c, p in zip(combined, pure)],
+                           relation="at_least", source=f"{CLAIMS[1].source}; factor fixed before running"))
+    low, high = TRAINED_BAND
+    inside = _late(rows, "mixture", f"band={low:g}-{high:g}")
+    outside = _late(rows, "mixture", f"band={OUT_OF_RANGE[0]:g}-{OUT_OF_RANGE[1]:g}")
+    out.append(claim_check("frequencies-degrade", f"mixture model's late relative error on sinusoids of ω in "
+                           f"[{OUT_OF_RANGE[0]:g}, {OUT_OF_RANGE[1]:g}] / in [{low:g}, {high:g}]", DEGRADATION,
+                           [o / i for o, i in zip(outside, inside)], relation="at_least",
+                           source=f"{CLAIMS[2].source}; factor fixed before running"))
+    return out
+
+
+LABELS = {"mixture": "Transformer, mixture", "linear": "Transformer, linear only",
+          "sinusoid": "Transformer, sinusoids only"}
+
+
+def _family_panel(results: dict, condition: str, title: str) -> Panel:
+    curves = []
+    for run in RUNS:
+        per_seed = results["curves"][f"{run}|{condition}"]
+        curves.append(seed_curve(LABELS[run], list(range(len(per_seed[0]))), per_seed))
+    for label in ("Least squares", "3-Nearest Neighbors"):
+        values = results["curves"][f"{label}|{condition}"][0]
+        curves.append(Curve(label, list(range(len(values))), values, baseline=True))
+    trivial = results["trivial"][condition]
+    return Panel("in-context examples", "squared error / d", curves,
+                 targets=[Target("trivial (predict 0)", trivial, trivial, trivial)], title=title,
+                 ylim=(-0.05 * trivial, 2.0 * trivial))
+
+
+def _sweep_panel(results: dict, names: list[str], xs: list[float], xlabel: str, title: str) -> Panel:
+    rows = results["rows"]
+    curves = [seed_curve(LABELS[run], xs, list(zip(*[_late(rows, run, name) for name in names])), continuous=False)
+              for run in RUNS]
+    return Panel(xlabel, "late relative error (error / E[y²])", curves, title=title,
+                 targets=[Target("trivial (predict 0)", 1.0, 1.0, 1.0)])
+
+
+def figure(results: dict, settings: Settings) -> list[Panel]:
+    """Error against k on each family (the three models, least squares and 3-NN dashed), and the late relative
+    error against α (convex combinations) and against the frequency band's centre."""
+    bands = [f"band={low:g}-{high:g}" for low, high in BANDS]
+    centres = [(low + high) / 2 for low, high in BANDS]
+    return [_family_panel(results, "alpha=1", f"linear functions, d = {settings.dim}"),
+            _family_panel(results, "alpha=0", f"sinusoids, ω in [{TRAINED_BAND[0]:g}, {TRAINED_BAND[1]:g}]"),
+            _sweep_panel(results, [f"alpha={alpha:g}" for alpha in ALPHAS], list(ALPHAS),
+                         "α (weight of the linear function)", "convex combinations (α = 0, 1: the mixture's families)"),
+            _sweep_panel(results, bands, centres, "frequency ω (band centre)",
+                         f"sinusoid frequencies (pretraining: [{TRAINED_BAND[0]:g}, {TRAINED_BAND[1]:g}])")]
+
+
+REPRODUCTION = Reproduction(
+    name="yadlowsky-2023",
+    paper=PAPER,
+    summary="A transformer pretrained on a mixture of linear functions and sinusoids picks each prompt's family in "
+            "context, close to the model trained on that family alone, and degrades sharply outside the mixture "
+            "(convex combinations, out-of-range frequencies).",
+    caption="Error against in-context examples on linear functions and on sinusoids for the mixture model and the "
+            "two single-family models (least squares and 3-NN dashed), and the late relative error on convex "
+            "combinations (α) and on sinusoid frequency bands (pretraining range [1, 2])",
+    scales=SCALES,
+    runs=runs,
+    measure=measure,
+    claims=CLAIMS,
+    checks=checks,
+    figure=figure,
+    quick_minutes=3.0,
+    long_minutes=23.6,
+)
