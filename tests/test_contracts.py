@@ -246,11 +246,12 @@ _POOL = torch.randn(5, 4, generator=torch.Generator().manual_seed(11), dtype=tor
 THEORY_EXAMPLES = {
     "OLS": lambda: theory.OLS(), "Ridge": lambda: theory.Ridge(0.5), "GD": lambda: theory.GD(3, 0.2),
     "StepwiseGD": lambda: theory.StepwiseGD([0.3, 0.5, 0.1]), "Averaging": lambda: theory.Averaging(),
-    "KNN": lambda: theory.KNN(3), "Zero": lambda: theory.Zero(),
+    "KNN": lambda: theory.KNN(3), "Zero": lambda: theory.Zero(), "Lasso": lambda: theory.Lasso(0.1, steps=50),
     "PreconditionedGD": lambda: theory.PreconditionedGD(3, 0.2, _EYE * 0.5),
     "StepwisePreconditionedGD": lambda: theory.StepwisePreconditionedGD(_EYE.expand(2, 4, 4) * 0.4),
     "GDPlusPlus": lambda: theory.GDPlusPlus(3, 0.3, 0.2),
     "StepwiseGDPlusPlus": lambda: theory.StepwiseGDPlusPlus([0.3, 0.6], [0.2, 0.0]),
+    "NetworkGD": lambda: theory.NetworkGD(3, 4, 5, 0.03),
     "Newton": lambda: theory.Newton(5), "RecursiveLeastSquares": lambda: theory.RecursiveLeastSquares(0.5),
     "DiscreteMMSE": lambda: theory.DiscreteMMSE(_POOL, 0.5), "PowerMethod": lambda: theory.PowerMethod(4),
 }
@@ -370,6 +371,8 @@ MODEL_VARIANTS = {
     "complex-lsa": [dict(init_noise=0.1)],  # the paper's start is deterministic: noise makes it seeded
     "selection-attention": [dict(parameterization=name) for name in ("W", "KQ")] + [dict(head="relu")],
     "mesa": [dict(layers=2, heads=2, key_size=3, attention=attention) for attention in ("mesa", "linear", "softmax")],
+    "ttt": [dict(inner="linear", inner_steps=2), dict(inner="mlp", inner_steps=2), dict(inner="kernel")],
+    "projected-attention": [{}, dict(activation="linear"), dict(rank=1, feedforward=8)],
 }
 MODEL_TASKS = {"looped-lsa-ln": ("pca", dict(dim=4, points=7)),
                "complex-lsa": ("autoregressive", dict(dim=4, points=7)),
