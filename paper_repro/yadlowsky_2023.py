@@ -75,6 +75,12 @@ Measured (2026-12-05; per-seed values in seed order; CPU = user + sys at one thr
 * untrained control (blocks 1000 and 1100): the three runs start from the same weights, so selects-family's
   margins are 0 and its ratios exactly 1 (against ≤ ¼: failed by a finite value); combinations 0.99, 1.01, 0.99 and
   1.00, 0.99, 1.00; frequencies 1.00, 0.99, 1.00 and 1.01, 1.00, 1.00 (against ≥ 2): every claim failed.
+* the gallery's quick block (seeds 0-2; 3.06 CPU min): frequencies 2.23, 5.57, 4.49, CI [−0.14, 8.33],
+  inconclusive (seed 0's mixture model, like seed 1000's, had learned the sinusoids least); deferred: sinusoid
+  margin 0.53, 0.07, −0.07, combinations 0.98, 0.93, 0.92; untrained control as above (combinations 1.00, 1.01,
+  0.99; frequencies 1.00, 0.99, 1.00).
+* ``--scale full --rehearse`` passes: 9 runs of 9.5 M parameters, 8.54e17 FLOP, about 36 minutes on one H200 at
+  40 % of its bf16 peak.
 * long: NOT run in this session (a projected 23.6 CPU min, above 90 minutes of wall time at the load of the day):
   selects-family and combinations-degrade have no verdict yet.
 """
@@ -351,6 +357,6 @@ REPRODUCTION = Reproduction(
     claims=CLAIMS,
     checks=checks,
     figure=figure,
-    quick_minutes=3.0,
-    long_minutes=23.6,
+    quick_minutes=2.9,  # CPU minutes (user + sys) of the quick run: blocks 1000 and 1100 2.87 each, seeds 0-2 3.06
+    long_minutes=23.6,  # projected from quick's measured 11.8 ms per model-step (5 × 24 000 model-steps): not yet run
 )
