@@ -228,13 +228,21 @@ def _group(members: list[int], runs: list, configs: Sequence[TrainConfig], devic
     return _Group(members, list(weights), optimizer, scheduler, max_norms, config.grad_clip_matrix)
 
 
-def _stacked_state(states: list[dict], weights: list[torch.Tensor]) -> dict:
-    """The runs' optimiser states as one over their stacked weights: per-element tensors stacked, the rest shared.
+#: optimiser state entries the runs of a group share, not one per weight: the step count (equal, since the runs
+#: start at the same step), a 0-dimensional tensor that a scalar weight's own entries must not be mistaken for
+SHARED_ENTRIES = ("step",)
 
-    The shared entries (Adam's step count) are equal, since the runs start at the same step.
-    """
+
+def _per_element(key: str, value, shape: torch.Size) -> bool:
+    """Whether optimiser state entry ``key`` holds one value per element of a weight of ``shape``."""
+    return key not in SHARED_ENTRIES and torch.is_tensor(value) and value.shape == shape
+
+
+def _stacked_state(states: list[dict], weights: list[torch.Tensor]) -> dict:
+    """The runs' optimiser states as one over their stacked weights: per-element tensors stacked, the rest
+    (``SHARED_ENTRIES``, equal in every run) shared."""
     def stack(index: int, key: str, value):
-        per_element = torch.is_tensor(value) and value.shape == weights[index].shape[1:]
+        per_element = _per_element(key, value, weights[index].shape[1:])
         return torch.stack([state["state"][index][key] for state in states]) if per_element else value
 
     entries = {index: {key: stack(index, key, value) for key, value in entry.items()}
@@ -244,11 +252,10 @@ def _stacked_state(states: list[dict], weights: list[torch.Tensor]) -> dict:
 
 def _run_state(state: dict, position: int, weights: list[torch.Tensor]) -> dict:
     """Member ``position``'s optimiser state, cut from the stacked one: the state its run alone would hold."""
-    def cut(index: int, value):
-        per_element = torch.is_tensor(value) and value.shape == weights[index].shape
-        return value[position].clone() if per_element else value
+    def cut(index: int, key: str, value):
+        return value[position].clone() if _per_element(key, value, weights[index].shape) else value
 
-    entries = {index: {key: cut(index, value) for key, value in entry.items()}
+    entries = {index: {key: cut(index, key, value) for key, value in entry.items()}
                for index, entry in state["state"].items()}
     return {"state": entries, "param_groups": state["param_groups"]}
 

@@ -86,6 +86,22 @@ def test_interrupted_ensemble_resumes_as_an_ensemble_or_alone(tmp_path):
         assert_same_records(read_metrics(run_dirs[index]), read_metrics(tmp_path / f"alone-{index}"))
 
 
+def test_an_ensemble_of_a_model_with_a_scalar_weight_resumes(tmp_path):
+    """A 0-dimensional weight (ttt's learned inner rate) has Adam entries of the step count's shape: resumed as an
+    ensemble, its runs still end as they would straight (the step count was once stacked with them and broke
+    Adam's resume: "a Tensor with 3 elements cannot be converted to Scalar")."""
+    base = TrainConfig(task_params={"dim": 3, "points": 6}, model="ttt", model_params={"inner_steps": 1}, steps=10,
+                       batch_size=16, lr=1e-2, device="cpu", log_every=5, checkpoint_every=5)
+    configs = [dataclasses.replace(base, seed=seed) for seed in range(3)]
+    straight = [parameters(train(config, tmp_path / f"alone-{i}", progress=False)) for i, config in enumerate(configs)]
+    run_dirs = [tmp_path / f"crashed-{i}" for i in range(3)]
+    with pytest.raises(Stop):  # the first run's record of step 10: the 4th call, 3 runs logging every 5 steps
+        train_ensemble(configs, run_dirs, progress=False, log_extra=stop_at(20, Stop()))
+    assert [load_checkpoint(run_dir)["step"] for run_dir in run_dirs] == [5, 5, 5]
+    for model, reference in zip(train_ensemble(configs, run_dirs, resume=True, progress=False), straight):
+        assert_close_states(parameters(model), reference)
+
+
 @pytest.mark.parametrize("change, field", [
     (dict(model_params={"layers": 3}), "model_params"),
     (dict(batch_size=8), "batch_size"),
