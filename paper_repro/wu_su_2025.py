@@ -56,8 +56,8 @@ against 0.052 for the GD-trained network (on 500 other dev prompts): four times 
 long scale of this model would decide nothing quick does not; a larger model is the full scale.  ``smoke``: a few
 steps for the pipeline.
 
-Measured on 2026-12-05 at quick scale, each verdict on a block never run before (3.05 CPU min a block: 183 s user
-+ sys; 8.7 min of wall time under a load of 7-9); the test prompts are the same held-out ones in every block:
+Measured on 2026-12-05 at quick scale, each verdict on a block never run before (3.05-3.2 CPU min a block: 183-193 s
+user + sys; 7-9 min of wall time under a load of 7-9); the test prompts are the same held-out ones in every block:
 
 * ``icl-matches-gd``, FAILED on block 1000 (seeds 1000-1002: 2.314, 2.353, 2.306) and block 1100 (2.365, 2.315,
   2.329), every model converged by the runner's criterion; untrained control 19.51, 20.20, 19.02 and 19.30, 19.37,
@@ -67,6 +67,9 @@ Measured on 2026-12-05 at quick scale, each verdict on a block never run before 
   untrained control 12.07, 11.43, 11.95 and 11.39, 11.44, 11.21.  On the equal mixture the transformers' error is
   4.1-5.1, above predicting 0 (0.89) and least squares (0.70), against the GD-trained network's 0.077: the
   transformer does not carry what it learned on N(−2·1, I) to inputs near 2·1, which it never saw.
+* The gallery's block (seeds 0-2, run after the verdicts): 2.302, 2.318, 2.330 and 22.08, 42.14, 37.70; untrained
+  control 19.46, 18.49, 19.44 and 11.51, 11.49, 11.76.  ``--scale full --rehearse`` passes (3 runs of 9.5 M
+  parameters, 5.2e17 FLOP, about 22 min on one H200 at 40 % of its bf16 peak; 11 s a step on this CPU).
 """
 from __future__ import annotations
 
@@ -280,5 +283,5 @@ REPRODUCTION = Reproduction(
     claims=CLAIMS,
     checks=checks,
     figure=figure,
-    quick_minutes=3.05,  # CPU minutes (user + sys) of a 3-seed quick block: 183 s (8.7 min wall at load 7-9)
+    quick_minutes=3.2,  # CPU minutes (user + sys) of a 3-seed quick block: 183-193 s (7-9 min wall at load 7-9)
 )
