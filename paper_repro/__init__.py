@@ -8,19 +8,12 @@ from __future__ import annotations
 
 from icl_sim.checks import Check
 from icl_sim.paper_repro import (ahn_2023, ahn_2024, akyurek_2023, bhattamishra_2023, boyer_boursier_2025,
-                                 fu_2023, garg_2022,
-                                 mahankali_2023, raventos_2023, sanford_2024, saparov_2024, saxe_2013, song_2024,
-                                 tarzanagh_2023, vladymyrov_2024, von_oswald_2023, von_oswald_2023_ablations,
-                                 von_oswald_2023b, wu_2023, wu_zhang_cao_2026, yang_2023, ye_2025, zhang_cao_2026,
+                                 deluca_fountoulakis_2024, fu_2023, garg_2022, giannou_2023, goldwaser_dherin_2025,
+                                 kajitsuka_sato_2024, mahankali_2023, raventos_2023, sanford_2024, saparov_2024,
+                                 saxe_2013, song_2024, sun_2023_ttt, tarzanagh_2023, tian_2023, vladymyrov_2024,
+                                 von_oswald_2023, von_oswald_2023_ablations, von_oswald_2023b, wu_2023, wu_su_2025,
+                                 wu_zhang_cao_2026, yadlowsky_2023, yang_2023, ye_2025, zhang_cao_2026,
                                  zhang_frei_bartlett_2023, zheng_2024)
-from icl_sim.paper_repro import tian_2023
-from icl_sim.paper_repro import sun_2023_ttt
-from icl_sim.paper_repro import giannou_2023
-from icl_sim.paper_repro import yadlowsky_2023
-from icl_sim.paper_repro import deluca_fountoulakis_2024
-from icl_sim.paper_repro import kajitsuka_sato_2024
-from icl_sim.paper_repro import goldwaser_dherin_2025
-from icl_sim.paper_repro import wu_su_2025
 from icl_sim.paper_repro.rehearsal import RunCost, rehearse
 from icl_sim.paper_repro.runner import run_reproduction as run
 from icl_sim.paper_repro.spec import SCALES, Reproduction
@@ -36,9 +29,9 @@ REPRODUCTIONS: dict[str, Reproduction] = WithPlugins({
                    wu_zhang_cao_2026, saxe_2013,  # beyond linear regression (II)
                    tarzanagh_2023, zhang_cao_2026, ahn_2024, song_2024, von_oswald_2023b,
                    boyer_boursier_2025,  # issue 24's new papers
-                   tian_2023, sun_2023_ttt, yadlowsky_2023, giannou_2023,
-                   deluca_fountoulakis_2024, kajitsuka_sato_2024, wu_su_2025,
-                   goldwaser_dherin_2025)
+                   giannou_2023, deluca_fountoulakis_2024, wu_su_2025, goldwaser_dherin_2025, sun_2023_ttt,
+                   tian_2023, yadlowsky_2023, kajitsuka_sato_2024)  # issue 42's: constructions, in-context learners
+
 }, "reproductions", lambda reproduction: isinstance(reproduction, Reproduction), "a Reproduction")
 
 

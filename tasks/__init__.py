@@ -17,8 +17,8 @@ from icl_sim.tasks.linear_regression import LinearRegression
 from icl_sim.tasks.memorisation import Memorisation
 from icl_sim.tasks.mixture import Mixture
 from icl_sim.tasks.pca import PCA
-from icl_sim.tasks.sequence_class import SequenceClass
 from icl_sim.tasks.relu_network import ReLUNetwork
+from icl_sim.tasks.sequence_class import SequenceClass
 from icl_sim.tasks.sinusoid import Sinusoid
 from icl_sim.tasks.token_selection import TokenSelection
 
@@ -28,8 +28,8 @@ TASK_MEMBERS = ("name", "metric", "loss", "evaluated_positions", "probe_algorith
 TASKS = WithPlugins({cls.name: cls for cls in (LinearRegression, Autoregressive, Boolean, GraphConnectivity, PCA,
                                                LinearClassification, LinearMap, GraphSearch, GraphQAConnectivity,
                                                TokenSelection, GuidedLinearClassification, KCMRegression,
-                                               DeepReluTeacher,
-                                               Mixture, ReLUNetwork, Sinusoid, SequenceClass, Memorisation)},
+                                               DeepReluTeacher, Mixture, ReLUNetwork, Sinusoid, SequenceClass,
+                                               Memorisation)},
                     "tasks", lambda task: isinstance(task, type) and all(hasattr(task, m) for m in TASK_MEMBERS),
                     "a task class (the Task protocol: " + ", ".join(TASK_MEMBERS) + ")")
 

@@ -15,8 +15,8 @@ from icl_sim.models.mesa import MesaTransformer
 from icl_sim.models.projected_attention import ProjectedAttention
 from icl_sim.models.selection_attention import SelectionAttention
 from icl_sim.models.softmax_attention import SoftmaxAttention
-from icl_sim.models.yz_transformer import YZTransformer
 from icl_sim.models.ttt import TestTimeTraining
+from icl_sim.models.yz_transformer import YZTransformer
 
 MODELS = WithPlugins({"lsa": LinearSelfAttention, "gpt": GPT, "looped": LoopedTransformer,
                       "looped-lsa-ln": LoopedLSA, "softmax-attention": SoftmaxAttention, "deep-linear": DeepLinear,
