@@ -53,7 +53,7 @@ Scales.  ``full`` is Garg et al.'s recipe, which the abstract says the paper bui
 curriculum (at d = 1 there are no dimensions to grow, and the prompts are short): 2400 steps for the mixture model
 at quick (1200 for each expert; 3 seeds), 12 000 at long (6000; 5 seeds).  A model-step costs 11.8 ms of CPU
 (measured: dev block 900, 3 runs × 3 seeds × 2000 steps and the measure, 212 s user + 10 s sys), so quick is about
-2.8 CPU minutes and long about 5 × 24 000 × 11.8 ms = 23.6 (projected from that rate; not yet run, see below).
+2.8 CPU minutes and long about 5 × 24 000 × 11.8 ms = 23.6 (measured: 19.4 on a less loaded machine).
 ``smoke`` trains a few steps.
 
 Measured (2026-12-05; per-seed values in seed order; CPU = user + sys at one thread, under a load of 5-9):
@@ -71,7 +71,7 @@ Measured (2026-12-05; per-seed values in seed order; CPU = user + sys at one thr
   and 0.12, 0.07, 0.06; sinusoid, far below 0.26, 0.08, 0.12 and 0.13, 0.07, 0.13.  combinations-degrade 1.14,
   0.92, 1.21 and 0.95, 1.06, 1.05: even the mixture models within the margin of both experts (seeds 1001, 1002,
   1101, 1102) do as well on the α = ½ combination as on the sinusoids at d = 1 (seed 1001: relative error 0.17 on
-  sinusoids, 0.16 at α = ½, 0.09 on linear functions), a sign that the claim may not hold in this setting at long.
+  sinusoids, 0.16 at α = ½, 0.09 on linear functions); the longer-trained models at long do degrade (below).
 * untrained control (blocks 1000 and 1100): the three runs start from the same weights, so selects-family's
   margins are 0 and its ratios exactly 1 (against ≤ ¼: failed by a finite value); combinations 0.99, 1.01, 0.99 and
   1.00, 0.99, 1.00; frequencies 1.00, 0.99, 1.00 and 1.01, 1.00, 1.00 (against ≥ 2): every claim failed.
@@ -81,8 +81,16 @@ Measured (2026-12-05; per-seed values in seed order; CPU = user + sys at one thr
   0.99; frequencies 1.00, 0.99, 1.00).
 * ``--scale full --rehearse`` passes: 9 runs of 9.5 M parameters, 8.54e17 FLOP, about 36 minutes on one H200 at
   40 % of its bf16 peak.
-* long: NOT run in this session (a projected 23.6 CPU min, above 90 minutes of wall time at the load of the day):
-  selects-family and combinations-degrade have no verdict yet.
+* long (the gallery's block, seeds 0-4, its first run: the verdict; 19.4 CPU min, control 1.5): selects-family
+  INCONCLUSIVE: the linear margin is −1.004, 0.027, 0.032, 0.013, 0.037 (95 % CI [−0.75, 0.39]): seed 0's linear
+  expert never left the plateau (relative error 1.02, its loss 0.97 at the end), the other four mixture models are
+  within 0.04 of theirs; the other three checks held on every seed: linear, far below 0.027, 0.061, 0.069, 0.034,
+  0.078; sinusoid margin 0.025, 0.055, 0.057, 0.046, 0.069; sinusoid, far below 0.073, 0.028, 0.028, 0.041, 0.036.
+  combinations-degrade INCONCLUSIVE: 3.48, 1.83, 2.00, 3.48, 2.08 (CI [1.54, 3.60]): the mixture models' relative
+  error at α = ½ is 0.18-0.28 against 0.07-0.11 on sinusoids and 0.02-0.05 on linear functions, a degradation
+  quick's less trained models (0.9-1.2) did not show, but two seeds of five at or under the factor 2.
+  frequencies-degrade 12.9, 8.9, 9.4, 13.1, 8.0 (held).  Untrained control: margins 0 and ratios 1 (selects-family
+  failed), combinations 1.01, 1.02, 1.01, 1.01, 1.01, frequencies 0.99, 0.99, 0.99, 0.99, 0.99: every claim failed.
 """
 from __future__ import annotations
 
@@ -135,17 +143,26 @@ CLAIMS = (
           "alone, far below the other family's model", f"{ABSTRACT} (near-optimal model selection)",
           decided_at="long", reason=DEV_QUICK + "on sinusoids the mixture model's late relative error is 0.20, 0.11, "
           "0.52 above the sinusoid expert's (required ≤ 0.1), on linear functions 0.07, −0.02, 0.14 above the "
-          "linear expert's: it has not yet learned the sinusoids that half its prompts hold"),
+          "linear expert's: it has not yet learned the sinusoids that half its prompts hold",
+          analysis="Inconclusive at long (seeds 0-4): three of its four checks held on every seed (the mixture "
+          "model within 0.025-0.069 of the sinusoid expert, at 0.03-0.08 of the other expert's error on each "
+          "family), but on linear functions the margin is −1.004, 0.027, 0.032, 0.013, 0.037 (95 % CI [−0.75, "
+          "0.39]): seed 0's linear expert never left the plateau (relative error 1.02), a training failure of the "
+          "expert that widens the interval; the four other mixture models are within 0.04 of their expert."),
     Claim("combinations-degrade", "On convex combinations of the two families, outside the pretraining mixture, "
           "its error degrades sharply", f"{ABSTRACT} (out-of-domain failure); {ISSUE} (convex combinations)",
           decided_at="long", reason=DEV_QUICK + "the α = ½ combination's late relative error is 0.92, 0.99, 0.97 "
           "of the larger pure family's, because that family (the sinusoids) is itself at 0.3-0.6 of its trivial "
-          "error: the contrast needs a model that has learned both families, the premise of selects-family"),
+          "error: the contrast needs a model that has learned both families, the premise of selects-family",
+          analysis="Inconclusive at long (seeds 0-4): 3.48, 1.83, 2.00, 3.48, 2.08, 95 % CI [1.54, 3.60]: the "
+          "mixture models' relative error on the α = ½ combination (0.18-0.28) is 2-3.5 times their larger pure "
+          "family's (the sinusoids, 0.07-0.11), two seeds of five at or under the factor 2 fixed before running."),
     Claim("frequencies-degrade", "On sinusoids of frequencies above the pretraining range its error degrades "
           "sharply", f"{ABSTRACT} (degradation for simple extrapolation); {ISSUE} (out-of-range frequencies)",
           analysis="On the two blocks never run before: INCONCLUSIVE on block 1000 (2.26, 5.76, 5.19, 95 % CI "
           "[−0.26, 9.07], every seed above 2: seed 1000's mixture model had learned the sinusoids least, relative "
-          "error 0.62 in range) and HELD on block 1100 (5.27, 5.34, 4.83, CI [4.46, 5.83])."),
+          "error 0.62 in range) and HELD on block 1100 (5.27, 5.34, 4.83, CI [4.46, 5.83]); at long (seeds 0-4) "
+          "8.0-13.1, held."),
 )
 
 
@@ -358,5 +375,5 @@ REPRODUCTION = Reproduction(
     checks=checks,
     figure=figure,
     quick_minutes=2.9,  # CPU minutes (user + sys) of the quick run: blocks 1000 and 1100 2.87 each, seeds 0-2 3.06
-    long_minutes=23.6,  # projected from quick's measured 11.8 ms per model-step (5 × 24 000 model-steps): not yet run
+    long_minutes=19.4,  # CPU minutes (user + sys) of the 5-seed long run, seeds 0-4 (the control 1.5 more)
 )
