@@ -161,14 +161,17 @@ def seed_curve(label: str, x: Sequence[float], per_seed: Sequence[Sequence[float
     return Curve(label, list(x), mean.tolist(), low.tolist(), high.tolist(), seeds=seeds, **options)
 
 
-def seeds_note(panels: Sequence["Panel"]) -> str:
-    """What the caption says of the curves drawn over seeds: their mean and 95 % interval over how many."""
+def seeds_note(panels: Sequence["Panel"], trained: bool = True) -> str:
+    """What the caption says of the curves drawn over seeds: their mean and 95 % interval over how many training
+    seeds, or, for constructed (untrained) models, over how many seeds of the random instances they run on."""
     counts = sorted({curve.seeds for panel in panels for curve in panel.curves if curve.seeds})
     if not counts:
         return ""
     seeds = " or ".join(map(str, counts))
-    return (f"Trained models: the mean over {seeds} training seed{'s' if counts != [1] else ''}"
-            + (", shaded (or barred) its 95 % interval." if counts[-1] > 1 else "."))
+    plural = "s" if counts != [1] else ""
+    what = (f"Trained models: the mean over {seeds} training seed{plural}" if trained else
+            f"Constructed models: the mean over {seeds} seed{plural} of the random instances they run on")
+    return what + (", shaded (or barred) its 95 % interval." if counts[-1] > 1 else ".")
 
 
 @dataclass(frozen=True)
@@ -211,15 +214,16 @@ class Panel:
     xticks: Sequence[tuple[float, str]] = ()
 
 
-def draw_figure(stem, panels: Sequence[Panel], caption: str) -> list[Path]:
+def draw_figure(stem, panels: Sequence[Panel], caption: str, *, trained: bool = True) -> list[Path]:
     """The gallery's one figure style: ``stem``.png and ``stem``.pdf, panels side by side (``MAX_COLUMNS`` to a
-    row), the caption below.
+    row), the caption below, which says what the curves over seeds are (``trained``: training seeds; else the
+    seeds of a construction's random instances).
 
     Models are solid with their band, baselines dashed, each check's accepted band shaded; a label has one
     colour in every panel (:func:`colors_by_label`).
     """
     colors = colors_by_label(panels)
-    caption = " ".join(filter(None, [caption, seeds_note(panels)]))
+    caption = " ".join(filter(None, [caption, seeds_note(panels, trained)]))
     paths = []
     for suffix in FORMATS:
         path = Path(stem).with_suffix(suffix)

@@ -241,4 +241,5 @@ def write_outputs(reproduction: Reproduction, scale: str, settings, results: dic
     write_table(results["rows"], out_dir, "results")
     write_checks(checks, out_dir)
     caption = f"{reproduction.caption} ({reproduction.paper.citation()}; icl-sim, {scale} scale)."
-    draw_figure(out_dir / "figure", reproduction.figure(results, settings), caption)
+    draw_figure(out_dir / "figure", reproduction.figure(results, settings), caption,
+                trained=bool(reproduction.runs(settings)))  # a construction has no training run

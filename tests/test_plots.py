@@ -132,6 +132,8 @@ def test_the_caption_says_over_how_many_seeds():
     assert seeds_note([three]) == ("Trained models: the mean over 3 training seeds, shaded (or barred) its 95 % "
                                    "interval.")
     assert seeds_note([_panel()]) == ""
+    assert seeds_note([three], trained=False) == ("Constructed models: the mean over 3 seeds of the random instances "
+                                                  "they run on, shaded (or barred) its 95 % interval.")
 
 
 def test_a_target_is_shaded_only_where_its_check_applies():
