@@ -40,9 +40,9 @@ from icl_sim.evaluation import evaluate
 from icl_sim.models import MODELS, build_model
 from icl_sim.seeding import make_generator
 from icl_sim.tasks import TASKS, make_task
-from icl_sim.theory import (GD, KNN, OLS, Averaging, DiscreteMMSE, GDPlusPlus, Newton, PowerMethod, PreconditionedGD,
-                            RecursiveLeastSquares, Ridge, StepwiseGD, StepwiseGDPlusPlus, StepwisePreconditionedGD,
-                            Zero)
+from icl_sim.theory import (GD, KNN, OLS, Averaging, DiscreteMMSE, GDPlusPlus, Lasso, NetworkGD, Newton, PowerMethod,
+                            PreconditionedGD, RecursiveLeastSquares, Ridge, StepwiseGD, StepwiseGDPlusPlus,
+                            StepwisePreconditionedGD, Zero)
 from icl_sim.theory.baselines import Baseline
 from icl_sim.theory.boolean_learners import (ConjunctionElimination, DisjunctionElimination, HammingKNN,
                                              LogisticGD, MajorityLabel, ParityElimination)
@@ -158,6 +158,9 @@ EXAMPLES = {
     BFSReachability: ("graph", lambda d: st.just(BFSReachability())),
     ReachabilityRounds: ("graph", lambda d: st.builds(ReachabilityRounds, st.integers(0, 3), st.sampled_from([2, 3]))),
     DegreeHeuristic: ("graph", lambda d: st.just(DegreeHeuristic())),
+    Lasso: ("scalar", lambda d: st.builds(Lasso, st.floats(1e-3, 1.0), st.integers(1, 50))),
+    NetworkGD: ("scalar", lambda d: st.builds(NetworkGD, st.integers(1, 3), st.integers(2, 5), st.integers(0, 5),
+                                              st.floats(1e-3, 0.1))),
 }
 CLASSES = sorted(EXAMPLES, key=lambda cls: cls.__name__)
 

@@ -9,7 +9,8 @@ from icl_sim.plugins import plugin_names
 #: the keys of icl_sim.models.MODELS, sorted: the built-in models and installed plugins' (their names only)
 MODELS = tuple(sorted(("complex-lsa", "deep-linear", "disentangled", "gpt", "kernel-attention", "looped",
                        "looped-lsa-ln", "looped-softmax-ngd", "lsa", "mesa", "projected-attention",
-                       "selection-attention", "softmax-attention", *plugin_names("models"))))
+                       "selection-attention", "softmax-attention", "ttt", "yz-transformer",
+                       *plugin_names("models"))))
 #: icl_sim.probing.STEP_PARAMS
 STEP_PARAMS = ("shared", "per-step")
 #: icl_sim.probing.READOUTS
