@@ -46,3 +46,26 @@ def test_no_table_cell_of_the_readme_is_over_200_characters():
     cells = [cell for line in README.read_text().splitlines() if line.startswith("| ")
              for cell in line.strip("|").split(" | ")]
     assert cells and max(map(len, cells)) <= 200, max(cells, key=len)
+
+
+def test_the_reference_pages_name_every_model_task_and_claim():
+    """docs/reference lists every built-in model and task in its tables, and the how-to counts the claims right:
+    a new registration without its row is caught here (plugins document themselves)."""
+    from icl_sim import plugins
+    from icl_sim.claims import CLAIMS
+    from icl_sim.models import MODELS
+    from icl_sim.tasks import TASKS
+
+    docs = README.parent / "docs"
+
+    def rows(page):
+        return set(re.findall(r"^\| `([a-z0-9-]+)` \|", (docs / "reference" / page).read_text(), re.MULTILINE))
+
+    assert set(MODELS) - set(plugins.plugin_names("models")) <= rows("models.md")
+    assert set(TASKS) - set(plugins.plugin_names("tasks")) <= rows("tasks.md")
+    numbers = {12: "twelve", 13: "thirteen", 14: "fourteen", 15: "fifteen", 16: "sixteen"}
+    assert f"holds {numbers[len(CLAIMS)]} *claims*" in (docs / "how-to" / "verify.md").read_text()
+    claims = set(re.findall(r"`([a-z0-9-]+)`", "\n".join(line.split(" | ")[0] for line in
+                                                        (docs / "how-to" / "verify.md").read_text().splitlines()
+                                                        if line.startswith("| `"))))
+    assert claims == set(CLAIMS)
