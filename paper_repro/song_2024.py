@@ -100,7 +100,7 @@ import torch
 
 from icl_sim.checks import Check, claim_check
 from icl_sim.config import TrainConfig
-from icl_sim.plots import Panel, Target, seed_curve
+from icl_sim.plots import Panel, seed_curve
 from icl_sim.tasks import make_task
 from icl_sim.training import initial_model, training_batch
 
