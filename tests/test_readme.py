@@ -69,3 +69,19 @@ def test_the_reference_pages_name_every_model_task_and_claim():
                                                         (docs / "how-to" / "verify.md").read_text().splitlines()
                                                         if line.startswith("| `"))))
     assert claims == set(CLAIMS)
+
+
+def test_the_readmes_totals_are_the_gallerys():
+    """The one sentence of totals beside the table counts what the records hold (reproductions, claims and
+    verdicts where decided), so it cannot go stale after a gallery refresh."""
+    from collections import Counter
+
+    from icl_sim.paper_repro import REPRODUCTIONS
+    from icl_sim.paper_repro.gallery import read_records
+
+    entries = read_records(REPRODUCTIONS, README.parent / "figures")
+    verdicts = Counter(report.verdict for entry in entries.values() for report in entry.claims())
+    text = " ".join(README.read_text().split())
+    assert (f"{len(entries)} reproductions, {sum(verdicts.values())} claims, of which {verdicts['held']} held, "
+            f"{verdicts['failed']} failed and {verdicts['inconclusive']} inconclusive where they are decided, and "
+            f"{verdicts['deferred']} deferred to full") in text
