@@ -79,6 +79,13 @@ def check_draw(batch_size: int, generator: torch.Generator, dtype: torch.dtype) 
     check_float_dtype("dtype", dtype)
 
 
+def active_mask(dim: int, active: int, device, dtype: torch.dtype) -> torch.Tensor:
+    """(dim,) ones on the first ``active`` coordinates and zeros on the rest: the dimensions a curriculum has not yet
+    switched on (Garg et al.'s truncated inputs), multiplied into x (and into w or a covariance where the task
+    draws them)."""
+    return (torch.arange(dim, device=device) < active).to(dtype)
+
+
 def sample_shape(task, batch_size: int, generator: torch.Generator, dtype: torch.dtype, points: int | None,
                  active_dims: int | None) -> tuple[int, int]:
     """The validated (points, active_dims) of one ``sample`` call (its other arguments checked by ``check_draw``):

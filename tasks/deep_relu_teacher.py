@@ -17,7 +17,7 @@ from typing import ClassVar
 import torch
 
 from icl_sim.prompt import Prompt
-from icl_sim.tasks.base import TaskFamily, parameter, sample_shape
+from icl_sim.tasks.base import TaskFamily, active_mask, parameter, sample_shape
 from icl_sim.theory import OLS, Zero
 from icl_sim.theory.network_gd import NetworkGD, he_network, network_forward
 from icl_sim.validation import check_float, check_int
@@ -58,7 +58,7 @@ class DeepReluTeacher(TaskFamily):
         centres = torch.where(shifted, self.mean, -self.mean).to(dtype)
         xs = centres[..., None] + torch.randn(batch_size, n, d, **options)
         if active < d:
-            xs = xs * (torch.arange(d, device=device) < active).to(dtype)
+            xs = xs * active_mask(d, active, device, dtype)
         weights = he_network(d, self.depth, self.width, generator, (batch_size,), dtype)
         ys = network_forward(weights, xs)[0] / math.sqrt(1.0 + self.mean ** 2)
         ys = ys + self.noise * torch.randn(batch_size, n, **options)

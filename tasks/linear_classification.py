@@ -13,7 +13,7 @@ from typing import ClassVar
 import torch
 
 from icl_sim.prompt import Prompt
-from icl_sim.tasks.base import TaskFamily, parameter, sample_shape
+from icl_sim.tasks.base import TaskFamily, active_mask, parameter, sample_shape
 from icl_sim.theory.baselines import KNN, Averaging
 from icl_sim.theory.boolean_learners import LogisticGD
 from icl_sim.validation import check_float, check_int
@@ -47,7 +47,7 @@ class LinearClassification(TaskFamily):
         options = dict(generator=generator, device=device, dtype=dtype)
         xs = torch.randn(batch_size, n, d, **options)
         if active < d:
-            xs = xs * (torch.arange(d, device=device) < active).to(dtype)
+            xs = xs * active_mask(d, active, device, dtype)
         w = torch.randn(batch_size, d, **options)
         clean = torch.where(torch.einsum("bnd,bd->bn", xs, w) > 0, 1.0, -1.0).to(dtype)
         flipped = torch.rand(batch_size, n, generator=generator, device=device) < self.flip

@@ -10,7 +10,7 @@ import torch
 
 from icl_sim.prompt import Prompt
 from icl_sim.seeding import make_generator
-from icl_sim.tasks.base import TaskFamily, parameter, sample_shape
+from icl_sim.tasks.base import TaskFamily, active_mask, parameter, sample_shape
 from icl_sim.theory import KNN, OLS, Averaging, Ridge, Zero
 from icl_sim.validation import check_choice, check_float, check_int
 
@@ -174,7 +174,7 @@ class LinearRegression(TaskFamily):
             xs = (z * eigs.sqrt()) @ rotation.transpose(1, 2)
             covariance = self.z_variance * (rotation * eigs) @ rotation.transpose(1, 2)
         if active < d:
-            keep = (torch.arange(d, device=device) < active).to(dtype)
+            keep = active_mask(d, active, device, dtype)
             xs = xs * keep
             covariance = covariance * keep[:, None] * keep[None, :]
 

@@ -22,7 +22,7 @@ from typing import ClassVar
 import torch
 
 from icl_sim.prompt import Prompt
-from icl_sim.tasks.base import TaskFamily, parameter, sample_shape
+from icl_sim.tasks.base import TaskFamily, active_mask, parameter, sample_shape
 from icl_sim.theory import KNN, OLS, Averaging, Zero
 from icl_sim.validation import check_float, check_int
 
@@ -57,7 +57,7 @@ class Sinusoid(TaskFamily):
                active_dims: int | None = None, dtype: torch.dtype = torch.float32) -> Prompt:
         n, active = sample_shape(self, batch_size, generator, dtype, points, active_dims)
         options = dict(generator=generator, device=generator.device, dtype=dtype)
-        keep = (torch.arange(self.dim, device=generator.device) < active).to(dtype)
+        keep = active_mask(self.dim, active, generator.device, dtype)
         xs = torch.randn(batch_size, n, self.dim, **options) * keep
         w = torch.randn(batch_size, self.dim, **options) * keep
         direction = torch.randn(batch_size, self.dim, **options) * keep
