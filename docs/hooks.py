@@ -6,6 +6,7 @@ mkdocs loads this hook (before mkdocstrings reads its ``paths``)."""
 from __future__ import annotations
 
 import configparser
+import functools
 import shutil
 from pathlib import Path
 
@@ -35,15 +36,28 @@ shutil.rmtree(LAYOUT, ignore_errors=True)
 installed_layout(ROOT, LAYOUT)
 
 
+@functools.cache
+def gallery_entries() -> dict:
+    """The gallery's records (``figures/records.json``), read once a build for both the pages and the summary
+    table (``on_pre_build`` forgets them, so ``mkdocs serve`` rereads them on each rebuild)."""
+    from icl_sim.paper_repro import REPRODUCTIONS
+    from icl_sim.paper_repro.gallery import read_records
+
+    return read_records(REPRODUCTIONS, ROOT / "figures")
+
+
+def on_pre_build(config):
+    gallery_entries.cache_clear()
+
+
 def on_files(files, config):
     """One page per reproduction, ``reproductions/NAME.md``, drawn from the gallery's records (``figures/``) as
     ``figures/README.md`` is, with its figures beside it; and the figures the other pages draw."""
     from mkdocs.structure.files import File
 
-    from icl_sim.paper_repro import REPRODUCTIONS
-    from icl_sim.paper_repro.gallery import figure_name, read_records, reproduction_page
+    from icl_sim.paper_repro.gallery import figure_name, reproduction_page
 
-    for name, entry in read_records(REPRODUCTIONS, ROOT / "figures").items():
+    for name, entry in gallery_entries().items():
         files.append(File.generated(config, f"reproductions/{name}.md", content=reproduction_page(name, entry)))
         for scale in entry.scales:
             image = f"{figure_name(name, scale)}.png"
@@ -57,8 +71,7 @@ def on_page_markdown(markdown, page, config, files):
     """The reproductions page ends with the gallery's summary table, each name linking to its page."""
     if page.file.src_uri != "reproductions.md":
         return markdown
-    from icl_sim.paper_repro import REPRODUCTIONS
-    from icl_sim.paper_repro.gallery import read_records, summary_table
+    from icl_sim.paper_repro.gallery import summary_table
 
-    table = summary_table(read_records(REPRODUCTIONS, ROOT / "figures"), lambda name: f"reproductions/{name}.md")
+    table = summary_table(gallery_entries(), lambda name: f"reproductions/{name}.md")
     return markdown + "\n\n" + "\n".join(table) + "\n"
