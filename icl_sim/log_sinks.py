@@ -11,6 +11,7 @@ written there too, each numeric field a scalar at the record's step.
 """
 from __future__ import annotations
 
+import importlib
 import math
 import os
 import uuid
@@ -36,7 +37,7 @@ def scalars(record: dict) -> dict[str, float]:
 def _needs(module: str, kind: str):
     """Import ``module`` for log sink ``kind``, or one clear line saying which extra installs it."""
     try:
-        return __import__(module, fromlist=["_"])
+        return importlib.import_module(module)
     except ImportError:
         raise ValueError(f"log {kind!r} needs the {kind} package: pip install 'icl-sim[{kind}]'") from None
 
