@@ -3,7 +3,8 @@ page, and the README's reproduction table, both drawn from one committed record.
 
 ``refresh_gallery`` runs the named reproductions at quick scale, and at long where they have a long scale, each
 with its untrained control, and keeps what they gave in ``figures/records.json``: per reproduction and scale its
-checks, its control's checks and the minutes its run took, and the full scale's projected H200 hours where a
+checks, its control's checks and the minutes its run took (of the wall clock, and of CPU: a shared machine's load
+stretches the first, hardly the second), and the full scale's projected H200 hours where a
 rehearsal left them.  Every other reproduction's record is kept as it was, so a refresh of one reproduction
 rewrites no other entry.  The page (``figures/README.md``) and the README's table are drawn from the records
 alone, so the two cannot disagree.
@@ -11,6 +12,7 @@ alone, so the two cannot disagree.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -37,7 +39,7 @@ GALLERY_SCALES = ("quick", "long")
 NOT_RUN = "not run"
 #: the verdicts a gallery reports, in the order it lists them
 REPORTED_VERDICTS = (*CLAIM_VERDICTS, NOT_RUN)
-#: beside a gallery run's ``checks.json`` and ``control.json``: the minutes its run took
+#: beside a gallery run's ``checks.json`` and ``control.json``: the minutes its run took, wall and CPU
 MINUTES_FILE = "gallery.json"
 #: in the figures directory: every reproduction's record, from which the page and the README's table are drawn
 RECORDS_FILE = "records.json"
@@ -47,12 +49,37 @@ README_END = "<!-- end of the generated reproductions table -->"
 
 
 @dataclass(frozen=True)
+class Elapsed:
+    """The minutes a run took: of the wall clock, and of CPU (user and system time of this process and its finished
+    child processes; None where a record predates its measurement)."""
+
+    minutes: float
+    cpu_minutes: float | None = None
+
+
+class Stopwatch:
+    """Started on creation; :meth:`elapsed` is the wall and CPU time since."""
+
+    def __init__(self) -> None:
+        self._wall, self._cpu = time.perf_counter(), _cpu_seconds()
+
+    def elapsed(self) -> Elapsed:
+        return Elapsed((time.perf_counter() - self._wall) / 60, (_cpu_seconds() - self._cpu) / 60)
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process (every thread) and of its children that have ended."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+@dataclass(frozen=True)
 class ScaleRecord:
-    """One scale's run of a reproduction: its checks, its untrained control's checks and the minutes it took."""
+    """One scale's run of a reproduction: its checks, its untrained control's checks and the time it took."""
 
     checks: Sequence[Check]
     control: Sequence[Check]
-    minutes: float
+    elapsed: Elapsed
 
 
 @dataclass(frozen=True)
@@ -130,7 +157,7 @@ class ClaimReport:
 def entry_as_record(entry: GalleryEntry) -> dict:
     """A gallery entry as ``records.json`` keeps it."""
     record: dict = {scale: {"checks": [check.as_dict() for check in run.checks],
-                            "control": [check.as_dict() for check in run.control], "minutes": run.minutes}
+                            "control": [check.as_dict() for check in run.control], **_elapsed_record(run.elapsed)}
                     for scale, run in entry.scales.items()}
     return {**record, "h200_hours": entry.h200_hours}
 
@@ -138,9 +165,19 @@ def entry_as_record(entry: GalleryEntry) -> dict:
 def entry_from_record(reproduction: Reproduction, record: Mapping) -> GalleryEntry:
     """The gallery entry ``records.json`` keeps for ``reproduction``."""
     scales = {scale: ScaleRecord(checks_from_dicts(record[scale]["checks"]),
-                                 checks_from_dicts(record[scale]["control"]), record[scale]["minutes"])
+                                 checks_from_dicts(record[scale]["control"]), _elapsed_from(record[scale]))
               for scale in GALLERY_SCALES if scale in record}
     return GalleryEntry(reproduction, scales, record.get("h200_hours"))
+
+
+def _elapsed_record(elapsed: Elapsed) -> dict:
+    """``elapsed`` as records keep it: its minutes, and its CPU minutes where measured."""
+    cpu = {} if elapsed.cpu_minutes is None else {"cpu_minutes": elapsed.cpu_minutes}
+    return {"minutes": elapsed.minutes, **cpu}
+
+
+def _elapsed_from(record: Mapping) -> Elapsed:
+    return Elapsed(record["minutes"], record.get("cpu_minutes"))
 
 
 def read_records(reproductions: Mapping[str, Reproduction], figures_dir) -> dict[str, GalleryEntry]:
@@ -184,21 +221,21 @@ def checkpointed_steps(run_dir: Path) -> dict[Path, int]:
 def run_scale(reproduction: Reproduction, scale: str, run_dir: Path, *, device: str, progress: bool) -> ScaleRecord:
     """Run ``reproduction`` at ``scale`` in ``run_dir`` and its untrained control; the minutes are the run's alone
     (its control apart), kept from the refresh that trained it when this one only reused finished runs."""
-    before, start = checkpointed_steps(run_dir), time.perf_counter()
+    before, stopwatch = checkpointed_steps(run_dir), Stopwatch()
     checks = run_reproduction(reproduction, scale, run_dir, device=device, progress=progress)
-    minutes = record_minutes(run_dir, before, (time.perf_counter() - start) / 60)
+    elapsed = record_minutes(run_dir, before, stopwatch.elapsed())
     control = run_reproduction(reproduction, scale, run_dir, control="untrained", device=device, progress=progress)
-    return ScaleRecord(checks, control, minutes)
+    return ScaleRecord(checks, control, elapsed)
 
 
-def record_minutes(run_dir: Path, before: dict[Path, int], minutes: float) -> float:
-    """Keep ``minutes`` as the time ``run_dir``'s reproduction run took where this run trained (its checkpointed
+def record_minutes(run_dir: Path, before: dict[Path, int], elapsed: Elapsed) -> Elapsed:
+    """Keep ``elapsed`` as the time ``run_dir``'s reproduction run took where this run trained (its checkpointed
     steps moved from ``before``) or none is kept yet, so that a gallery reusing runs that ``repro run`` trained reports
-    the training's minutes, not its own; return the minutes kept."""
+    the training's minutes, not its own; return the time kept."""
     minutes_file = Path(run_dir) / MINUTES_FILE
     if checkpointed_steps(Path(run_dir)) != before or not minutes_file.exists():
-        write_text(minutes_file, json.dumps({"minutes": minutes}) + "\n")
-    return json.loads(minutes_file.read_text())["minutes"]
+        write_text(minutes_file, json.dumps(_elapsed_record(elapsed)) + "\n")
+    return _elapsed_from(json.loads(minutes_file.read_text()))
 
 
 def rehearsal_hours(runs_dir, name: str) -> float | None:
@@ -305,7 +342,12 @@ def _hours(hours: float | None) -> str:
 
 
 def _minutes(entry: GalleryEntry, scale: str) -> str:
-    return f"{entry.scales[scale].minutes:.1f}" if scale in entry.scales else "—"
+    return minutes_text(entry.scales[scale].elapsed) if scale in entry.scales else "—"
+
+
+def minutes_text(elapsed: Elapsed) -> str:
+    """A run's CPU minutes, or its wall minutes, so marked, where CPU was not measured."""
+    return f"{elapsed.minutes:.1f} wall" if elapsed.cpu_minutes is None else f"{elapsed.cpu_minutes:.1f} CPU"
 
 
 def _sanity(entry: GalleryEntry) -> list[Check]:

@@ -4,6 +4,7 @@ import dataclasses
 import json
 import math
 import shutil
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,8 +17,8 @@ from icl_sim.config import TrainConfig
 from icl_sim.paper_repro import von_oswald_2023
 from icl_sim.paper_repro.evidence import (DEFAULT_SEEDS, check_claim_wiring, claim_verdicts, control_outcomes,
                                           failed, held_claims, summary_line)
-from icl_sim.paper_repro.gallery import (MINUTES_FILE, RECORDS_FILE, GalleryEntry, ScaleRecord, gallery_page,
-                                        refresh_gallery)
+from icl_sim.paper_repro.gallery import (MINUTES_FILE, RECORDS_FILE, Elapsed, GalleryEntry, ScaleRecord, Stopwatch,
+                                        gallery_page, minutes_text, refresh_gallery)
 from icl_sim.paper_repro.rehearsal import (H200_BF16_FLOPS, REHEARSAL_FILE, REHEARSAL_FIT_STEPS, REHEARSAL_PROMPTS,
                                            REHEARSAL_STEPS, UTILISATION, RunCost,
                                            StepCost, fewer_prompts, rehearse)
@@ -455,7 +456,7 @@ def test_the_gallery_decides_each_claim_at_its_scale_and_the_readme_table_is_the
     summary = _table(page, "| reproduction |")
     assert summary == [["[deciding](#deciding)", "4 / 1 / 1", "3 / 1 / 1", "1 (not rehearsed)", "1 of 1",
                         "4 / 1 / 0 / 1", summary[0][6], summary[0][7]]]
-    assert float(summary[0][6]) >= 0 and float(summary[0][7]) >= 0
+    assert all(cell.endswith(" CPU") and float(cell.split()[0]) >= 0 for cell in summary[0][6:8])
     claims = {row[0].split("**")[1]: row for row in _table(page, "| claim | decided at |")}
     assert {claim: (row[1], row[2]) for claim, row in claims.items()} == {
         "held": ("quick", "held"), "failed": ("quick", "**FAILED**"), "inconclusive": ("quick", "inconclusive"),
@@ -482,7 +483,7 @@ def test_the_gallery_page_keeps_each_check_in_one_table_row():
     """Quantities such as |L_LSA − L_GD| hold pipes; the page escapes them so each check stays one row."""
     check = claim_check("one-gd-step", "gap |a − b| / b", 0.05, [0.01], relation="at_most", source="Fig. 2")
     claims = [claim_check(claim.id, "q", 1.0, [1.0]) for claim in von_oswald_2023.CLAIMS[1:]]
-    entry = GalleryEntry(von_oswald_2023.REPRODUCTION, {"quick": ScaleRecord([check, *claims], [], 1.0)})
+    entry = GalleryEntry(von_oswald_2023.REPRODUCTION, {"quick": ScaleRecord([check, *claims], [], Elapsed(1.0))})
     rows = _table(gallery_page({"von-oswald-2023": entry}), "| claim | decided at |")
     assert rows[0][1:6] == ["quick", "held", "gap \\|a − b\\| / b", "≤ 0.05", "0.01, held in 1 of 1"]
     assert rows[0][9] == "Fig. 2"
@@ -492,7 +493,7 @@ def test_a_check_only_the_long_scale_measures_gets_its_own_row():
     """Long may measure more than quick (a grid point quick leaves out): the page lists every quantity of either."""
     shared = [claim_check("at-long", "steps", 11, [10.0, 10.0], relation="at_least"), Check("s", 1.0, 1.0)]
     more = [claim_check("at-long", quantity, 11, [12.0] * 5, relation="at_least") for quantity in ("steps", "extra point")]
-    entry = GalleryEntry(DECIDING, {"quick": ScaleRecord(shared, [], 1.0), "long": ScaleRecord(more, [], 2.0)})
+    entry = GalleryEntry(DECIDING, {"quick": ScaleRecord(shared, [], Elapsed(1.0)), "long": ScaleRecord(more, [], Elapsed(2.0))})
     rows = _table(gallery_page({"deciding": entry}), "| claim | decided at |")
     assert [(row[3], row[5], row[6]) for row in rows] == [
         ("steps", "10 [10, 10], held in 0 of 2", "12 [12, 12], held in 5 of 5"),
@@ -516,14 +517,14 @@ def test_a_named_gallery_refresh_reruns_those_and_keeps_the_others_records(tmp_p
     first = refresh_gallery(reproductions, figures, runs, names=["toy"], device="cpu")
     assert list(first) == ["toy"] and "toy-b" not in (figures / "README.md").read_text()
     records = json.loads((figures / RECORDS_FILE).read_text())
-    records["toy"]["quick"]["minutes"] = 12.5  # toy's record, marked
+    records["toy"]["quick"]["cpu_minutes"] = 12.5  # toy's record, marked
     (figures / RECORDS_FILE).write_text(json.dumps(records))
     second = refresh_gallery(reproductions, figures, runs, names=["toy-b"], device="cpu")
-    assert list(second) == ["toy", "toy-b"] and second["toy"].scales["quick"].minutes == 12.5
+    assert list(second) == ["toy", "toy-b"] and second["toy"].scales["quick"].elapsed.cpu_minutes == 12.5
     assert ([check.describe() for check in second["toy"].scales["quick"].checks]
             == [check.describe() for check in first["toy"].scales["quick"].checks])
     summary = _table((figures / "README.md").read_text(), "| reproduction |")
-    assert [row[0] for row in summary] == ["[toy](#toy)", "[toy-b](#toy-b)"] and summary[0][6:] == ["12.5", "—"]
+    assert [row[0] for row in summary] == ["[toy](#toy)", "[toy-b](#toy-b)"] and summary[0][6:] == ["12.5 CPU", "—"]
     assert sorted(path.name for path in figures.iterdir() if not path.name.endswith(".lock")) == [
         "README.md", ENVIRONMENT_FILE, RECORDS_FILE, "toy-b.pdf", "toy-b.png", "toy.pdf", "toy.png"]
     assert [session["outcome"] for session in json.loads((figures / ENVIRONMENT_FILE).read_text())["sessions"]] == [
@@ -544,11 +545,35 @@ def test_concurrent_gallery_refreshes_of_different_names_lose_no_record(tmp_path
     assert list(json.loads((figures / RECORDS_FILE).read_text())) == ["toy", "toy-b", "toy-c"]
 
 
+def test_the_stopwatch_counts_cpu_apart_from_waiting():
+    """A sleep takes wall time and next to no CPU; a busy loop takes the CPU seconds ``time.process_time`` counts
+    (to the 10 ms ticks of ``os.times``), whatever the machine's load stretches its wall time to."""
+    stopwatch = Stopwatch()
+    time.sleep(0.3)
+    slept = stopwatch.elapsed()
+    assert slept.minutes * 60 >= 0.3 and slept.cpu_minutes * 60 < 0.05
+    stopwatch, start = Stopwatch(), time.process_time()
+    while time.process_time() - start < 0.3:
+        pass
+    busy = stopwatch.elapsed()
+    assert busy.cpu_minutes * 60 == pytest.approx(time.process_time() - start, abs=0.03)
+    assert busy.minutes >= busy.cpu_minutes - 0.02 / 60
+
+
+def test_a_record_keeps_the_cpu_minutes_and_an_older_one_reads_as_wall_minutes(tmp_path):
+    figures, runs = tmp_path / "figures", tmp_path / "runs"
+    elapsed = refresh_gallery({"toy": TOY}, figures, runs, device="cpu")["toy"].scales["quick"].elapsed
+    assert elapsed.cpu_minutes is not None and 0 < elapsed.cpu_minutes
+    assert json.loads((runs / "toy-quick" / MINUTES_FILE).read_text())["cpu_minutes"] == elapsed.cpu_minutes
+    assert minutes_text(elapsed) == f"{elapsed.cpu_minutes:.1f} CPU"
+    assert minutes_text(Elapsed(12.5)) == "12.5 wall"  # a record made before CPU time was measured
+
+
 def test_a_gallery_refresh_that_reuses_finished_runs_keeps_the_minutes_of_the_refresh_that_trained_them(tmp_path):
     figures, runs = tmp_path / "figures", tmp_path / "runs"
     refresh_gallery({"toy": TOY}, figures, runs, device="cpu")
     (runs / "toy-quick" / MINUTES_FILE).write_text(json.dumps({"minutes": 12.5}))  # the training refresh's minutes
-    minutes = lambda: refresh_gallery({"toy": TOY}, figures, runs, device="cpu")["toy"].scales["quick"].minutes
+    minutes = lambda: refresh_gallery({"toy": TOY}, figures, runs, device="cpu")["toy"].scales["quick"].elapsed.minutes
     assert minutes() == 12.5  # reused: kept
     shutil.rmtree(runs / "toy-quick" / "runs" / "lsa" / "seed-0")
     assert minutes() < 12.5  # trained again: measured

@@ -60,7 +60,7 @@ def test_a_gallery_reusing_the_runs_of_repro_run_reports_the_minutes_they_took(t
     assert invoke("repro", "run", "toy", "--scale", "quick", "--out", str(runs / "toy-quick"), "--device", "cpu",
                   "--no-progress").exit_code == 0
     records = refresh_gallery({"toy": toy}, tmp_path / "figures", runs, device="cpu")
-    assert records["toy"].scales["quick"].minutes == 12.5
+    assert records["toy"].scales["quick"].elapsed.minutes == 12.5
 
 
 def test_a_failed_claim_exits_1_and_a_deferred_one_does_not(toy, tmp_path, monkeypatch):

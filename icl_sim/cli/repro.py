@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import click
@@ -59,7 +58,7 @@ def repro_run(name, run_all, scale, seeds, first_seed, control, rehearse, out_di
     if name is not None:
         catalogue.check_name("reproductions", "name", name)
     from icl_sim.paper_repro import REPRODUCTIONS
-    from icl_sim.paper_repro.gallery import checkpointed_steps, record_minutes
+    from icl_sim.paper_repro.gallery import Stopwatch, checkpointed_steps, record_minutes
 
     names = list(REPRODUCTIONS) if run_all else [name]
     if name is not None:
@@ -71,16 +70,17 @@ def repro_run(name, run_all, scale, seeds, first_seed, control, rehearse, out_di
     failures, totals = 0, []
     for current in names:
         target = Path(out_dir or "runs") / f"{current}-{suffix}" if run_all or not out_dir else Path(out_dir)
-        before, start = checkpointed_steps(target), time.perf_counter()
+        before, stopwatch = checkpointed_steps(target), Stopwatch()
         with removed_on_user_error(target, keep="runs"):
             failed, extra = run(REPRODUCTIONS[current], scale=scale, target=target, seeds=seeds,
                                 first_seed=first_seed, control=control, device=device, progress=progress,
                                 executor=executor)
         if run is _run:  # the gallery, reusing these runs, reports the minutes they took
-            record_minutes(target, before, (time.perf_counter() - start) / 60)
+            record_minutes(target, before, stopwatch.elapsed())
         failures += failed
         totals += extra
-        click.echo(f"    ({time.perf_counter() - start:.0f} s; results in {target})")
+        elapsed = stopwatch.elapsed()
+        click.echo(f"    ({60 * elapsed.minutes:.0f} s, {60 * elapsed.cpu_minutes:.0f} CPU s; results in {target})")
     if skipped:
         click.echo(f"no {scale} scale (their claims are decided at other scales), skipped: {', '.join(skipped)}")
     if rehearse and run_all:
@@ -183,7 +183,7 @@ def repro_gallery(names, scale, figures_dir, runs_dir, readme, redraw, device, p
     for name in names:
         catalogue.check_name("reproductions", "names", name)
     from icl_sim.paper_repro import REPRODUCTIONS
-    from icl_sim.paper_repro.gallery import REPORTED_VERDICTS, redraw_gallery, refresh_gallery
+    from icl_sim.paper_repro.gallery import REPORTED_VERDICTS, minutes_text, redraw_gallery, refresh_gallery
 
     entries = (redraw_gallery(REPRODUCTIONS, figures_dir, readme=readme) if redraw else
                refresh_gallery(REPRODUCTIONS, figures_dir, runs_dir, names=list(names) or None, scale=scale,
@@ -192,7 +192,7 @@ def repro_gallery(names, scale, figures_dir, runs_dir, readme, redraw, device, p
         verdicts = [report.verdict for report in entry.claims()]
         counts = ", ".join(f"{verdicts.count(verdict)} {verdict}" for verdict in REPORTED_VERDICTS
                            if verdict in verdicts)
-        minutes = ", ".join(f"{scale} {record.minutes:.1f} min" for scale, record in entry.scales.items())
+        minutes = ", ".join(f"{scale} {minutes_text(record.elapsed)}" for scale, record in entry.scales.items())
         click.echo(f"{name}: claims at their deciding scales: {counts} (of {len(verdicts)})  ({minutes})")
     missing = [name for name in REPRODUCTIONS if name not in entries]
     if missing:
