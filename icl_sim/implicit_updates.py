@@ -1,4 +1,5 @@
-"""The context of a ``gpt`` block as a rank-1 patch of its MLP (Dherin et al. 2025; Goldwaser et al. 2025).
+"""The context of a transformer block as a rank-1 patch of its MLP (Dherin et al. 2025; Goldwaser et al. 2025):
+icl-sim's ``gpt`` blocks and the modern block types of Goldwaser et al.
 
 Dherin, Munn, Mazzawi, Wunder & Gonzalvo, "Learning without training: the implicit dynamics of in-context
 learning" (arXiv 2507.16003, Thm. 2.2): a block whose MLP reads the attention output A through a first matrix W,
@@ -21,12 +22,31 @@ The query is the x token of a point (by default point n, its learned position 2n
 it; "context-free" is that token alone.  :func:`update_trajectory` grows the context one example at a time for
 one query token, Dherin et al.'s implicit learning dynamics W_i = W_{i−1} + (ΔW_i − ΔW_{i−1}); :func:`fine_tuning_gradient` is the explicit
 counterpart, the gradient of the context-free model's squared error on the context's examples.
+
+Modern blocks (Goldwaser, Munn, Gonzalvo & Dherin, arXiv 2511.17864; read through its abstract and introduction
+and a third-party audit that quotes its theorems).  Their Thm. 1 (Sec. 3.1): in a Gemma block, RMSNorm before and
+after each sublayer and a gated MLP, the context is rank-1 patches of the gate and up projections, each
+ΔW = W (z_C − z) zᵀ / ‖z‖² with z, z_C the pre-MLP RMSNorm of the lone and the in-context attention state, plus
+a patch of the post-MLP RMSNorm's scale, Δs = (v_C − v) / f_C (f_C the in-context MLP output normalised without
+its scale, nonzero in every coordinate), which absorbs the skip connection's change v_C − v.  Thm. 2 and
+Algorithm 1 (Sec. 3.2): block by block, each patch computed from the patched stream the blocks below leave.
+Their general form (Thm. 5, Defs. 3-4): a residual block y = v + g(f(u)) is patched exactly when its inner
+function f is input-controllable (a linear map's rank-1 patch sends the lone input u to u_C: every input
+projection, a gated MLP's gate and up, a mixture's router and every expert's gate and up) and its outer g
+output-controllable (the skip's change δ = v_C − v absorbed by a bias, a rank-1 patch δ hᵀ / ‖h‖² of the output
+matrix, an elementwise norm scale, or, in a mixture, a rank-1 patch (δ / S) h_eᵀ / ‖h_e‖² of each active expert's
+output matrix, S the active gates' sum); in a parallel block (GPT-J) the MLP's input does not see the context and
+only its output matrix is patched.  :data:`MODERN_BLOCKS` holds one block of each such form (small modules here,
+not icl-sim models: nothing trains them), :func:`modern_patches` builds the patches block by block and
+:func:`modern_patched` runs the lone query through the patched stack.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
+from torch import nn
 from torch.nn import functional as F
 
 from icl_sim.models.gpt import GPT, Block
@@ -217,3 +237,218 @@ def explicit_fine_tuning(model: GPT, xs: torch.Tensor, ys: torch.Tensor, queries
                  for update, grad in zip(first, gradients)]
     with torch.no_grad():
         return context_free_prediction(model, queries, xs.shape[1] if slot is None else slot, first)
+
+
+#: Goldwaser et al.'s block forms (Table 1), each as (norm, MLP, layout): ``gemma`` RMSNorm before and after each
+#: sublayer and a GeGLU MLP (Thm. 1); ``llama`` (also Mistral, Qwen) pre-RMSNorm and SwiGLU, no biases; ``mixtral``
+#: pre-RMSNorm and a top-2 mixture of 4 SwiGLU experts; ``gpt-j`` (also Falcon) attention and MLP in parallel on
+#: one LayerNorm; ``post-ln`` the original transformer's LayerNorm after each residual sum.
+MODERN_BLOCKS = {"gemma": ("rms", "geglu", "sandwich"), "llama": ("rms", "swiglu", "pre"),
+                 "mixtral": ("rms", "moe", "pre"), "gpt-j": ("layer", "gelu", "parallel"),
+                 "post-ln": ("layer", "gelu", "post")}
+#: the activation of each MLP kind (the mixture's experts are SwiGLU)
+_ACTIVATIONS = {"gelu": F.gelu, "geglu": F.gelu, "swiglu": F.silu, "moe": F.silu}
+
+
+class RMSNorm(nn.Module):
+    """x / rms(x) ⊙ scale (Zhang & Sennrich 2019), the norm of Gemma, Llama and Mixtral."""
+
+    def __init__(self, width: int, eps: float = 1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(width))
+
+    def unscaled(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+    def forward(self, x: torch.Tensor, scale: torch.Tensor | None = None) -> torch.Tensor:
+        """``scale`` (B, E), per prompt, replaces the learned one (a patch of it)."""
+        return self.unscaled(x) * (self.weight if scale is None else scale.reshape(scale.shape[0], *[1] * (x.ndim - 2),
+                                                                                   -1))
+
+
+def _linear(layer: nn.Linear, x: torch.Tensor, change: LowRank | None) -> torch.Tensor:
+    """``layer`` on x (B, [T,] n), its matrix changed per prompt by ``change`` (None: unchanged)."""
+    return layer(x) + (0 if change is None else change.apply(x))
+
+
+class ModernMLP(nn.Module):
+    """A block's MLP of ``kind``: ``gelu`` down(gelu(fc u)); ``geglu`` / ``swiglu`` down(act(gate u) ⊙ up u);
+    ``moe`` Σ_e w_e(u) expert_e(u) over SwiGLU experts, w the router's softmax kept on its ``top_k`` largest and
+    renormalised (Mixtral).  ``changes`` maps a matrix's name (``fc``, ``gate``, ``up``, ``down``, ``router``,
+    ``experts.E.gate`` ...) to its per-prompt change."""
+
+    def __init__(self, width: int, hidden: int, kind: str, bias: bool, experts: int = 4, top_k: int = 2):
+        super().__init__()
+        check_choice("kind", kind, _ACTIVATIONS)
+        self.kind, self.top_k = kind, top_k
+        if kind == "moe":
+            self.router = nn.Linear(width, experts, bias=False)
+            self.experts = nn.ModuleList(ModernMLP(width, hidden, "swiglu", bias) for _ in range(experts))
+            return
+        names = ("fc",) if kind == "gelu" else ("gate", "up")
+        for name in names:
+            setattr(self, name, nn.Linear(width, hidden, bias=bias))
+        self.down = nn.Linear(hidden, width, bias=bias)
+
+    def inputs(self) -> dict[str, nn.Linear]:
+        """The matrices that read the MLP's input, by name."""
+        if self.kind == "moe":
+            return {"router": self.router, **{f"experts.{e}.{name}": layer for e, expert in enumerate(self.experts)
+                                              for name, layer in expert.inputs().items()}}
+        return {"fc": self.fc} if self.kind == "gelu" else {"gate": self.gate, "up": self.up}
+
+    def hidden(self, u: torch.Tensor, changes: dict, prefix: str = "") -> torch.Tensor:
+        """A dense MLP's hidden activation, the output matrix's input."""
+        act = _ACTIVATIONS[self.kind]
+        if self.kind == "gelu":
+            return act(_linear(self.fc, u, changes.get(prefix + "fc")))
+        return act(_linear(self.gate, u, changes.get(prefix + "gate"))) * _linear(self.up, u, changes.get(prefix + "up"))
+
+    def gates(self, u: torch.Tensor, changes: dict) -> torch.Tensor:
+        """A mixture's expert weights (B, [T,] experts): zero but on the top-k, which sum to one."""
+        probabilities = torch.softmax(_linear(self.router, u, changes.get("router")), -1)
+        kept = probabilities.topk(self.top_k, -1)
+        weights = torch.zeros_like(probabilities).scatter(-1, kept.indices, kept.values)
+        return weights / weights.sum(-1, keepdim=True)
+
+    def forward(self, u: torch.Tensor, changes: dict | None = None, prefix: str = "") -> torch.Tensor:
+        changes = changes or {}
+        if self.kind == "moe":
+            weights = self.gates(u, changes)
+            return sum(weights[..., e:e + 1] * expert(u, changes, f"experts.{e}.")
+                       for e, expert in enumerate(self.experts))
+        return _linear(self.down, self.hidden(u, changes, prefix), changes.get(prefix + "down"))
+
+
+@dataclass(frozen=True)
+class ModernPatch:
+    """One modern block's patch for a batch of queries: ``matrices``, a matrix's name (as :class:`ModernMLP`) ->
+    its rank-1 change (B, m, n); ``scale`` (B, E), the post-MLP RMSNorm's patched scale (``gemma``), or None."""
+
+    matrices: dict
+    scale: torch.Tensor | None = None
+
+
+class ModernBlock(nn.Module):
+    """A block of one of :data:`MODERN_BLOCKS`' forms: causal multi-head softmax attention (no positions: the
+    tokens carry them) and a :class:`ModernMLP`, arranged by ``layout``:
+
+    * ``pre``: v = h + attn(N₁ h), y = v + mlp(N₂ v);
+    * ``sandwich`` (Gemma): v = h + P₁(attn(N₁ h)), y = v + P₂(mlp(N₂ v)), P the post-sublayer RMSNorms;
+    * ``parallel`` (GPT-J): v = h + attn(N₁ h), y = v + mlp(N₁ h);
+    * ``post``: v = N₁(h + attn(h)), y = N₂(v + mlp(v)).
+
+    v is the stream the MLP's output joins (the skip), u the MLP's input (:meth:`states`)."""
+
+    def __init__(self, kind: str, width: int, heads: int):
+        super().__init__()
+        check_choice("kind", kind, MODERN_BLOCKS)
+        norm, mlp, self.layout = MODERN_BLOCKS[kind]
+        bias = norm == "layer"  # the RMSNorm families have no biases
+        make = (lambda: RMSNorm(width)) if norm == "rms" else (lambda: nn.LayerNorm(width))
+        self.norm_1, self.norm_2 = make(), make()
+        if self.layout == "sandwich":
+            self.post_1, self.post_2 = RMSNorm(width), RMSNorm(width)
+        self.heads = heads
+        self.qkv = nn.Linear(width, 3 * width, bias=bias)
+        self.out = nn.Linear(width, width, bias=bias)
+        self.mlp = ModernMLP(width, 4 * width, mlp, bias)
+
+    def attention(self, h: torch.Tensor) -> torch.Tensor:
+        """Causal softmax attention over tokens (B, T, E)."""
+        batch, length, width = h.shape
+        q, k, v = (part.reshape(batch, length, self.heads, -1).transpose(1, 2) for part in self.qkv(h).split(width, -1))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        mask = torch.ones(length, length, dtype=torch.bool, device=h.device).triu(1)
+        mixed = scores.masked_fill(mask, -math.inf).softmax(-1) @ v
+        return self.out(mixed.transpose(1, 2).reshape(batch, length, width))
+
+    def states(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """At every token of h (B, T, E): the skip stream v and the MLP's input u."""
+        if self.layout == "post":
+            v = self.norm_1(h + self.attention(h))
+            return v, v
+        attended = self.attention(self.norm_1(h))
+        if self.layout == "parallel":
+            return h + attended, self.norm_1(h)
+        v = h + (self.post_1(attended) if self.layout == "sandwich" else attended)
+        return v, self.norm_2(v)
+
+    def forward(self, h: torch.Tensor, patch: ModernPatch | None = None) -> torch.Tensor:
+        """The block on tokens h (B, T, E), its MLP (and post-MLP norm) patched per prompt by ``patch``."""
+        patch = patch or ModernPatch({})
+        v, u = self.states(h)
+        out = self.mlp(u, patch.matrices)
+        if self.layout == "post":
+            return self.norm_2(v + out)
+        return v + (self.post_2(out, patch.scale) if self.layout == "sandwich" else out)
+
+    def patch(self, lone: tuple[torch.Tensor, torch.Tensor], seen: tuple[torch.Tensor, torch.Tensor]) -> ModernPatch:
+        """The patch that makes the block on the lone query, states (v, u) (B, E), give its output with the
+        context, states (v_C, u_C): rank-1 input patches W (u_C − u) uᵀ / ‖u‖² (none in a parallel block, whose
+        MLP input is the same), then the skip's change δ = v_C − v absorbed by the output (Goldwaser et al.)."""
+        (v, u), (v_seen, u_seen) = lone, seen
+        mlp, matrices = self.mlp, {}
+        if self.layout != "parallel":
+            matrices = {name: least_norm_map((u_seen - u) @ layer.weight.T, u) for name, layer in mlp.inputs().items()}
+        steer = v_seen - v
+        if self.layout == "sandwich":  # Thm. 1: the post-MLP RMSNorm's scale, coordinate by coordinate
+            normalised = self.post_2.unscaled(mlp(u_seen))
+            return ModernPatch(matrices, self.post_2.weight + steer / normalised)
+        if mlp.kind == "moe":  # each active expert's output matrix carries δ / S, S the active gates' sum
+            weights = mlp.gates(u_seen, {})
+            for e, expert in enumerate(mlp.experts):
+                column = steer * (weights[:, e:e + 1] > 0) / weights.sum(-1, keepdim=True)
+                matrices[f"experts.{e}.down"] = least_norm_map(column, expert.hidden(u_seen, {}))
+            return ModernPatch(matrices)
+        matrices["down"] = least_norm_map(steer, mlp.hidden(u_seen, {}))
+        return ModernPatch(matrices)
+
+
+class ModernStack(nn.Module):
+    """``layers`` :class:`ModernBlock` of one kind on given tokens (B, T, E); its output is the last block's."""
+
+    def __init__(self, kind: str, width: int, layers: int = 2, heads: int = 2):
+        super().__init__()
+        check_int("layers", layers, 1)
+        self.blocks = nn.ModuleList(ModernBlock(kind, width, heads) for _ in range(layers))
+
+    def forward(self, h: torch.Tensor, patches: list[ModernPatch] | None = None) -> torch.Tensor:
+        for index, block in enumerate(self.blocks):
+            h = block(h, None if patches is None else patches[index])
+        return h
+
+
+def random_modern_stack(kind: str, width: int, generator: torch.Generator, layers: int = 2,
+                        heads: int = 2) -> ModernStack:
+    """A float64 :class:`ModernStack` with random weights from ``generator``: matrices N(0, 1 / fan-in), biases
+    N(0, 0.1²), norm scales 1 + N(0, 0.1²) (learned-looking, not the identity)."""
+    stack = ModernStack(kind, width, layers, heads).double()
+    with torch.no_grad():
+        for name, parameter in stack.named_parameters():
+            noise = torch.randn(parameter.shape, generator=generator, dtype=torch.float64)
+            if parameter.ndim == 2:
+                parameter.copy_(noise / math.sqrt(parameter.shape[1]))
+            else:
+                parameter.copy_(0.1 * noise + (1.0 if "norm" in name or "post" in name else 0.0)
+                                if "weight" in name else 0.1 * noise)
+    return stack.eval()
+
+
+def modern_patches(stack: ModernStack, context: torch.Tensor,
+                   query: torch.Tensor) -> tuple[list[ModernPatch], torch.Tensor]:
+    """Every block's patch for query tokens (B, E) after context tokens (B, T, E), and the stack's in-context
+    output (B, E) at the query.  Goldwaser et al.'s Algorithm 1: each block's patch is computed from the stream the
+    patched blocks below leave for the lone query, so rounding does not accumulate."""
+    h, residual, patches = torch.cat([context, query[:, None]], 1), query[:, None], []
+    for block in stack.blocks:
+        seen = tuple(state[:, -1] for state in block.states(h))
+        patches.append(block.patch(tuple(state[:, 0] for state in block.states(residual)), seen))
+        residual, h = block(residual, patches[-1]), block(h)
+    return patches, h[:, -1]
+
+
+def modern_patched(stack: ModernStack, query: torch.Tensor, patches: list[ModernPatch] | None) -> torch.Tensor:
+    """The stack's output (B, E) on the lone query tokens (B, E), every block patched (None: unpatched)."""
+    return stack(query[:, None], patches)[:, 0]

@@ -102,7 +102,8 @@ import torch
 
 from icl_sim.checks import Check, claim_check
 from icl_sim.config import TrainConfig
-from icl_sim.implicit_updates import (block_patches, context_free_prediction, explicit_fine_tuning,
+from icl_sim.implicit_updates import (MODERN_BLOCKS, block_patches, context_free_prediction, explicit_fine_tuning,
+                                      modern_patched, modern_patches, query_tokens, random_modern_stack,
                                       update_trajectory)
 from icl_sim.plots import Curve, Panel, seed_curve
 from icl_sim.tasks import LinearRegression
@@ -127,6 +128,9 @@ IDENTITY_TOLERANCE = 1e-9
 MODEL = "gpt"
 #: prompts whose patches are formed as matrices for the rank check
 RANK_PROMPTS = 16
+#: probe prompts run through the modern block stacks
+MODERN_PROMPTS = 128
+MODERN_IDENTITY = "Goldwaser et al. 2025 Thm. 1 (Gemma block), Thm. 2 / Alg. 1 (stacks), Thm. 5 (controllable blocks)"
 
 CLAIMS = (
     Claim("updates-converge", "The implicit updates token by token, ‖ΔW_(i+1) − ΔW_i‖, shrink as the context grows: "
@@ -242,7 +246,33 @@ def measure(measurement) -> dict:
         patched = (trajectory["patched"] - labels[:, None]).pow(2).mean(0)
         rows += [_row(seed, "error ratio", float(patched[-1] / (context_free - labels).pow(2).mean())),
                  _row(seed, "trajectory error ratio", float(patched[-1] / patched[0]))]
+        rows += _modern_rows(seed, measurement.seeds[seed], model, xs[:MODERN_PROMPTS], ys[:MODERN_PROMPTS],
+                             queries[:MODERN_PROMPTS])
     return {"rows": rows}
+
+
+def _modern_rows(seed: int, seed_value: int, model, xs, ys, queries) -> list[dict]:
+    """Goldwaser et al.'s identity on each of ``MODERN_BLOCKS``: a 2-block stack of the form, its weights random
+    (seeded by the seed's value, so a new seed block is new blocks), run on the model's embedded probe prompts;
+    per form the largest |patched lone output − in-context output|, the mean context effect |unpatched lone
+    output − in-context output| (what the patches absorb) and the patches' largest second singular value over
+    their first (rank 1)."""
+    generator = torch.Generator().manual_seed(seed_value)
+    rows = []
+    with torch.no_grad():
+        context, query = model.embedding(xs, ys), query_tokens(model, queries, xs.shape[1])
+        for kind in MODERN_BLOCKS:
+            stack = random_modern_stack(kind, query.shape[-1], generator)
+            patches, in_context = modern_patches(stack, context, query)
+            singular = torch.cat([torch.linalg.svdvals(change.dense()[:RANK_PROMPTS])[:, :2] for patch in patches
+                                  for change in patch.matrices.values()])
+            rows += [_row(seed, f"modern identity: {kind}",
+                          float((modern_patched(stack, query, patches) - in_context).abs().max())),
+                     _row(seed, f"modern context effect: {kind}",
+                          float((modern_patched(stack, query, None) - in_context).abs().mean())),
+                     _row(seed, f"modern second singular value ratio: {kind}",
+                          float((singular[:, 1] / singular[:, 0].clamp_min(torch.finfo(singular.dtype).tiny)).max()))]
+    return rows
 
 
 def _last_patches(model, xs, ys, queries) -> torch.Tensor:
@@ -265,6 +295,13 @@ def checks(results: dict, settings: Settings) -> list[Check]:
         Check("first-matrix patch: max second singular value / first (rank 1)", IDENTITY_TOLERANCE,
               max(seed_values(rows, "second singular value ratio")), 0.0, relation="at_most",
               source=f"{DHERIN} Thm. 2.2: ΔW is rank 1"),
+        Check(f"modern blocks ({', '.join(MODERN_BLOCKS)}), context removed and every block patched: max |output − "
+              f"in-context output|", IDENTITY_TOLERANCE,
+              max(max(seed_values(rows, f"modern identity: {kind}")) for kind in MODERN_BLOCKS), 0.0,
+              relation="at_most", source=f"{MODERN_IDENTITY}: identity, float64"),
+        Check("modern blocks: every matrix patch's max second singular value / first (rank 1)", IDENTITY_TOLERANCE,
+              max(max(seed_values(rows, f"modern second singular value ratio: {kind}")) for kind in MODERN_BLOCKS),
+              0.0, relation="at_most", source=f"{MODERN_IDENTITY}: rank-1 patches"),
         claim_check("updates-converge", f"mean ‖ΔW_(i+1) − ΔW_i‖ over the last {third} steps of the context / over "
                     f"the first {third}", DECAY_RATIO, seed_values(rows, "decay ratio"), relation="at_most",
                     source=f"{CONVERGENCE}; our contrast: a decay at least by half"),

@@ -1,18 +1,25 @@
-"""icl_sim.implicit_updates against an independent numpy computation of the ``gpt`` blocks.
+"""icl_sim.implicit_updates against an independent numpy computation of the ``gpt`` blocks and of the modern blocks.
 
 The reference writes the model out from its weights (interleaved embedding, pre-LN blocks with causal multi-head
 softmax attention and an exact-GELU MLP, final LayerNorm and read-out), computes each block's patch by Dherin et al.'s
 formula ΔW = (W·Δu) uᵀ/‖u‖² with the query's in-context residual stream, and runs the context-free query through
 numpy blocks whose weight matrices are replaced by W + ΔW (one prompt at a time).  The fine-tuning gradient is held
 against torch autograd on the model's own parameters, one prompt at a time.  Everything is float64: tolerances 1e-10.
+
+The modern blocks (Goldwaser et al.) are written out in numpy too (RMSNorm / LayerNorm, the four layouts, GELU,
+GeGLU, SwiGLU and Mixtral's top-2 mixture); each block's patch is checked against Goldwaser et al.'s formulas
+computed from the numpy states (Thm. 1's gate, up and scale patches; the mixture's router and δ / S expert
+patches), and the numpy stack whose matrices are W + ΔW (and the Gemma scale patched) on the lone query against
+the numpy stack run on context and query.
 """
 import numpy as np
 import pytest
 import torch
 from scipy.special import erf
 
-from icl_sim.implicit_updates import (block_patches, context_free_prediction, explicit_fine_tuning,
-                                      fine_tuning_gradient, patched_prediction, update_trajectory)
+from icl_sim.implicit_updates import (MODERN_BLOCKS, block_patches, context_free_prediction, explicit_fine_tuning,
+                                      fine_tuning_gradient, modern_patched, modern_patches, patched_prediction,
+                                      random_modern_stack, update_trajectory)
 from icl_sim.models.gpt import GPT, GPTConfig
 
 DIM, POINTS, CONTEXT = 2, 5, 4
@@ -41,10 +48,11 @@ def _layer_norm(h, weight, bias):
     return centred / np.sqrt((centred ** 2).mean(-1, keepdims=True) + 1e-5) * weight + bias
 
 
-def _attention(weights, prefix, tokens, heads):
-    """Causal multi-head softmax attention of the normalised tokens (T, E): output at every position."""
+def _attention(weights, prefix, tokens, heads, output="proj"):
+    """Causal multi-head softmax attention of the normalised tokens (T, E): output at every position (the output
+    matrix named ``output``; a missing bias is zero)."""
     width = tokens.shape[1]
-    q, k, v = np.split(tokens @ weights[f"{prefix}.qkv.weight"].T + weights[f"{prefix}.qkv.bias"], 3, axis=1)
+    q, k, v = np.split(tokens @ weights[f"{prefix}.qkv.weight"].T + weights.get(f"{prefix}.qkv.bias", 0), 3, axis=1)
     size = width // heads
     out = np.zeros_like(tokens)
     for head in range(heads):
@@ -53,7 +61,7 @@ def _attention(weights, prefix, tokens, heads):
         scores[np.triu(np.ones_like(scores, dtype=bool), 1)] = -np.inf
         attention = np.exp(scores - scores.max(1, keepdims=True))
         out[:, part] = attention / attention.sum(1, keepdims=True) @ v[:, part]
-    return out @ weights[f"{prefix}.proj.weight"].T + weights[f"{prefix}.proj.bias"]
+    return out @ weights[f"{prefix}.{output}.weight"].T + weights.get(f"{prefix}.{output}.bias", 0)
 
 
 def _gelu(z):
@@ -233,3 +241,138 @@ def test_explicit_fine_tuning_steps_against_autograd(model, prompt):
             block.mlp.fc.weight.copy_(weight)
     model.zero_grad()
     assert stepped[0].item() == pytest.approx(expected, abs=1e-10)
+
+
+MODERN_WIDTH, MODERN_CONTEXT = 8, 5
+
+
+def _np_norm(weights, name, h):
+    """RMSNorm (scale only, eps 1e-6) or LayerNorm (scale and bias, eps 1e-5) of tokens h (..., E)."""
+    if f"{name}.bias" not in weights:
+        return h / np.sqrt((h ** 2).mean(-1, keepdims=True) + 1e-6) * weights[f"{name}.weight"]
+    return _layer_norm(h, weights[f"{name}.weight"], weights[f"{name}.bias"])
+
+
+def _np_linear(weights, name, u):
+    return u @ weights[f"{name}.weight"].T + weights.get(f"{name}.bias", 0)
+
+
+def _silu(z):
+    return z / (1 + np.exp(-z))
+
+
+def _np_hidden(weights, prefix, kind, u):
+    if kind == "gelu":
+        return _gelu(_np_linear(weights, f"{prefix}.fc", u))
+    act = _gelu if kind == "geglu" else _silu
+    return act(_np_linear(weights, f"{prefix}.gate", u)) * _np_linear(weights, f"{prefix}.up", u)
+
+
+def _np_gates(weights, prefix, u):
+    """Mixtral's expert weights: the router's softmax kept on its two largest, renormalised (T, experts)."""
+    logits = _np_linear(weights, f"{prefix}.router", u)
+    probabilities = np.exp(logits - logits.max(-1, keepdims=True))
+    probabilities /= probabilities.sum(-1, keepdims=True)
+    kept = np.where(probabilities >= np.sort(probabilities, -1)[:, -2:-1], probabilities, 0.0)
+    return kept / kept.sum(-1, keepdims=True)
+
+
+def _np_mlp(weights, prefix, kind, u):
+    if kind != "moe":
+        return _np_linear(weights, f"{prefix}.down", _np_hidden(weights, prefix, kind, u))
+    gates = _np_gates(weights, prefix, u)
+    return sum(gates[:, [e]] * _np_mlp(weights, f"{prefix}.experts.{e}", "swiglu", u) for e in range(gates.shape[1]))
+
+
+def _np_states(weights, block, layout, h):
+    """The skip stream v and the MLP input u at every token h (T, E) of block ``block`` (a prefix)."""
+    if layout == "post":
+        v = _np_norm(weights, f"{block}.norm_1", h + _attention(weights, block, h, 2, output="out"))
+        return v, v
+    attended = _attention(weights, block, _np_norm(weights, f"{block}.norm_1", h), 2, output="out")
+    if layout == "parallel":
+        return h + attended, _np_norm(weights, f"{block}.norm_1", h)
+    v = h + (_np_norm(weights, f"{block}.post_1", attended) if layout == "sandwich" else attended)
+    return v, _np_norm(weights, f"{block}.norm_2", v)
+
+
+def _np_block(weights, block, kind, h):
+    _, mlp, layout = MODERN_BLOCKS[kind]
+    v, u = _np_states(weights, block, layout, h)
+    out = _np_mlp(weights, f"{block}.mlp", mlp, u)
+    if layout == "post":
+        return _np_norm(weights, f"{block}.norm_2", v + out)
+    return v + (_np_norm(weights, f"{block}.post_2", out) if layout == "sandwich" else out)
+
+
+@pytest.mark.parametrize("kind", list(MODERN_BLOCKS))
+def test_modern_patches_against_numpy(kind):
+    """Per prompt: the numpy stack on context and query, against the numpy stack on the lone query whose matrices
+    are W + ΔW (the torch patches, formed as matrices) and against the torch analyser; each ΔW of rank 1; without
+    patches the lone query's output differs (the identity is not vacuous)."""
+    generator = torch.Generator().manual_seed(11)
+    stack = random_modern_stack(kind, MODERN_WIDTH, generator)
+    context = torch.randn(3, MODERN_CONTEXT, MODERN_WIDTH, generator=generator, dtype=torch.float64)
+    query = torch.randn(3, MODERN_WIDTH, generator=generator, dtype=torch.float64)
+    with torch.no_grad():
+        patches, in_context = modern_patches(stack, context, query)
+        patched, free = modern_patched(stack, query, patches), modern_patched(stack, query, None)
+    weights = {name: value.numpy() for name, value in stack.state_dict().items()}
+    for b in range(3):
+        h, lone, changed = np.vstack([context[b].numpy(), query[b].numpy()]), query[b].numpy()[None], dict(weights)
+        for layer, patch in enumerate(patches):
+            block = f"blocks.{layer}"
+            for name, change in patch.matrices.items():
+                dense = change.dense()[b].numpy()
+                changed[f"{block}.mlp.{name}.weight"] = weights[f"{block}.mlp.{name}.weight"] + dense
+                assert np.linalg.svd(dense, compute_uv=False)[1] <= 1e-10 * max(np.linalg.norm(dense), 1e-300)
+            if patch.scale is not None:
+                changed[f"{block}.post_2.weight"] = patch.scale[b].numpy()
+            h, lone = _np_block(weights, block, kind, h), _np_block(changed, block, kind, lone)
+        np.testing.assert_allclose(in_context[b].numpy(), h[-1], atol=1e-10)
+        np.testing.assert_allclose(lone[0], h[-1], atol=1e-10)
+        np.testing.assert_allclose(patched[b].numpy(), h[-1], atol=1e-10)
+        assert np.abs(free[b].numpy() - h[-1]).max() > 1e-3
+
+
+def test_gemma_and_mixtral_patches_are_the_papers_formulas():
+    """Goldwaser et al. Thm. 1 on the first Gemma block: ΔW = W (z_C − z) zᵀ / ‖z‖² for gate and up, the post-MLP
+    scale s + (v_C − v) / f_C, no down patch; the mixture's router patched by the same formula and each expert's
+    down by (δ / S) h_eᵀ / ‖h_e‖² where active, zero where not; the parallel block only its down matrix."""
+    generator = torch.Generator().manual_seed(12)
+    context = torch.randn(2, MODERN_CONTEXT, MODERN_WIDTH, generator=generator, dtype=torch.float64)
+    query = torch.randn(2, MODERN_WIDTH, generator=generator, dtype=torch.float64)
+    for kind in ("gemma", "mixtral", "gpt-j"):
+        stack = random_modern_stack(kind, MODERN_WIDTH, generator)
+        with torch.no_grad():
+            patch = modern_patches(stack, context, query)[0][0]
+        weights = {name: value.numpy() for name, value in stack.state_dict().items()}
+        layout = MODERN_BLOCKS[kind][2]
+        for b in range(2):
+            v_seen, u_seen = (state[-1] for state in _np_states(weights, "blocks.0", layout,
+                                                                   np.vstack([context[b].numpy(), query[b].numpy()])))
+            v, u = (state[0] for state in _np_states(weights, "blocks.0", layout, query[b].numpy()[None]))
+            dense = {name: change.dense()[b].numpy() for name, change in patch.matrices.items()}
+            delta = v_seen - v
+            if kind == "gpt-j":
+                hidden = _np_hidden(weights, "blocks.0.mlp", "gelu", u)
+                assert list(dense) == ["down"]
+                np.testing.assert_allclose(dense["down"], np.outer(delta, hidden) / (hidden @ hidden), atol=1e-12)
+                continue
+            inputs = ["gate", "up"] if kind == "gemma" else ["router"]
+            for name in inputs:
+                matrix = weights[f"blocks.0.mlp.{name}.weight"]
+                np.testing.assert_allclose(dense[name], np.outer(matrix @ (u_seen - u), u) / (u @ u), atol=1e-12)
+            if kind == "gemma":
+                assert "down" not in dense
+                out = _np_mlp(weights, "blocks.0.mlp", "geglu", u_seen[None])[0]
+                normalised = out / np.sqrt((out ** 2).mean() + 1e-6)
+                np.testing.assert_allclose(patch.scale[b].numpy(), weights["blocks.0.post_2.weight"] + delta / normalised,
+                                           atol=1e-10)
+                continue
+            gates = _np_gates(weights, "blocks.0.mlp", u_seen[None])[0]
+            for e, gate in enumerate(gates):
+                hidden = _np_hidden(weights, f"blocks.0.mlp.experts.{e}", "swiglu", u_seen)
+                expected = np.outer(delta / gates.sum(), hidden) / (hidden @ hidden) if gate > 0 else 0 * dense[
+                    f"experts.{e}.down"]
+                np.testing.assert_allclose(dense[f"experts.{e}.down"], expected, atol=1e-12)

@@ -24,7 +24,7 @@ def test_runs_are_the_stated_settings():
 
 
 def _measurement(model, settings=SMOKE):
-    return Measurement(settings, torch.device("cpu"), {"gpt": [model]}, {"gpt": [[]]}, {"gpt": [None]})
+    return Measurement(settings, torch.device("cpu"), {"gpt": [model]}, {"gpt": [[]]}, {"gpt": [None]}, seeds=(0,))
 
 
 def _value(rows, quantity):
@@ -61,6 +61,10 @@ def test_measure_against_the_models_own_forward():
     decay = torch.stack(steps[-third:]).mean() / torch.stack(steps[:third]).mean()
     assert abs(_value(rows, "decay ratio") - decay.item()) <= 1e-10
     assert _value(rows, "identity bias form") <= 1e-12 and _value(rows, "identity output form") <= 1e-12
+    for kind in module.MODERN_BLOCKS:  # the modern stacks: the identity holds, and what it absorbs is not nothing
+        assert _value(rows, f"modern identity: {kind}") <= 1e-10
+        assert _value(rows, f"modern context effect: {kind}") >= 1e-2
+        assert _value(rows, f"modern second singular value ratio: {kind}") <= 1e-10
 
 
 def _table(decay, error, identity=1e-15):
@@ -70,6 +74,8 @@ def _table(decay, error, identity=1e-15):
                  module._row(seed, "trajectory error ratio", e),
                  module._row(seed, "identity bias form", identity), module._row(seed, "identity output form", identity),
                  module._row(seed, "second singular value ratio", identity)]
+        rows += [module._row(seed, f"modern {quantity}: {kind}", identity) for kind in module.MODERN_BLOCKS
+                 for quantity in ("identity", "second singular value ratio")]
     return {"rows": rows}
 
 
