@@ -70,6 +70,7 @@ order are checked); CLRS's own graph files and real-valued weights.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -77,14 +78,14 @@ import torch
 
 from icl_sim.checks import Check, claim_check
 from icl_sim.models.constructed import matching_loops
-from icl_sim.models.graph_simulation import (EPSILON, INF, STREAM, TEMPERATURE, decode, graph_construction,
-                                             margin_temperature, simulable_nodes, simulate)
+from icl_sim.models.graph_simulation import (EPSILON, INF, TEMPERATURE, code_gap, decode, decode_scc,
+                                             graph_construction, margin_temperature, simulable_nodes, simulate)
 from icl_sim.paper_repro.measures import seed_values
 from icl_sim.paper_repro.spec import Claim, Paper, Reproduction
 from icl_sim.plots import Curve, Panel, Target, seed_curve
 from icl_sim.seeding import make_generator
 from icl_sim.tasks.weighted_graphs import AUTHORS_WEIGHTS, erdos_renyi_graphs
-from icl_sim.theory.graph_algorithms import bfs_tree, dfs_tree, dijkstra_tree, kosaraju_scc
+from icl_sim.theory.graph_algorithms import KosarajuStep, bfs_tree, dfs_tree, dijkstra_tree, kosaraju_scc, kosaraju_steps
 
 PAPER = Paper("A. B. de Luca, K. Fountoulakis", "Simulation of graph algorithms with looped transformers",
               "ICML 2024", "2402.01107")
@@ -98,16 +99,24 @@ LABELS = {"bfs": "BFS", "dfs": "DFS", "dijkstra": "Dijkstra", "scc": "SCC (Kosar
 #: the precision sweep: codes at ε = 2π/WRAP (n_max = WRAP − 1), and a resolvable and an unresolvable ε
 WRAP = 24
 FINE, COARSE = 1e-7, 3e-9
+#: the float32 contrast: 1 − cos ε is 8.4 and 0.084 times float32's unit roundoff (float64 is exact at both)
+FINE32, COARSE32 = 1e-3, 1e-4
 WITHIN_SHARE, BEYOND_SHARE = 1.0, 0.5
+PRECISIONS = {"float64": torch.float64, "float32": torch.float32}
+#: Kosaraju's state compared after every loop
+SCC_FIELDS = tuple(field.name for field in dataclasses.fields(KosarajuStep))
 
 CLAIMS = (
     Claim("exact-simulation", "A looped transformer with graph attention heads (Ã softmax(·) X V), weights set by "
           "hand and independent of n, runs BFS, DFS, Dijkstra's algorithm and Kosaraju's SCC exactly: on every test "
-          "graph its final state equals the reference algorithm's output (and for BFS, DFS and Dijkstra its state "
-          "after every loop equals the reference's step)", ABSTRACT),
+          "graph its state after every loop equals the reference algorithm's after the same step, and its final "
+          "state the reference's output", ABSTRACT),
     Claim("precision-limit", "Finite precision limits the graphs it can simulate: the graph heads address nodes by "
           "positional codes at angle ε, so it is exact up to n = ⌈2π/ε⌉ − 1 nodes and not beyond, and only while "
-          "1 − cos ε exceeds the float's unit roundoff", LIMIT),
+          "1 − cos ε exceeds the float's unit roundoff u (float64: ε above 1.5·10⁻⁸)", LIMIT),
+    Claim("float32-limit", "The limit moves with the machine epsilon as the bound says: computed in float32 "
+          "(u = 6·10⁻⁸) the same construction is exact up to n = ⌈2π/ε⌉ − 1 while ε is above √(2u) = 3.5·10⁻⁴, "
+          "and not below it, at an ε where float64 is still exact", LIMIT),
 )
 
 
@@ -121,7 +130,9 @@ class Settings:
     wrap: int                    # ε = 2π/wrap in the size sweep
     wrap_sizes: tuple[int, ...]  # graph sizes of the size sweep (those of the claim: wrap − 1 and ⌈4 wrap / 3⌉)
     resolution_nodes: int        # graph size of the ε sweep
-    epsilons: tuple[float, ...]  # the ε sweep (FINE and COARSE among them)
+    epsilons: tuple[float, ...]  # the ε sweep (FINE, COARSE and COARSE32 among them)
+    wrap_sizes32: tuple[int, ...]  # the size sweep in float32 (wrap − 1 and ⌈4 wrap / 3⌉)
+    epsilons32: tuple[float, ...]  # the ε sweep in float32 (FINE32 and COARSE32 among them)
 
     @property
     def sizes(self) -> tuple[tuple[int, int], ...]:
@@ -130,10 +141,12 @@ class Settings:
 
 
 SWEEP = dict(wrap=WRAP, wrap_sizes=(8, 16, 20, 23, 24, 26, 28, 32), resolution_nodes=16,
-             epsilons=(1e-2, 1e-4, FINE, 3e-8, 1e-8, COARSE))
+             epsilons=(1e-2, COARSE32, FINE, 3e-8, 1e-8, COARSE), wrap_sizes32=(23, 32),
+             epsilons32=(1e-2, FINE32, 3e-4, COARSE32))
 SCALES = {
     "smoke": Settings(small_nodes=5, large_nodes=6, small_prompts=1, large_prompts=1, sweep_prompts=1, wrap=6,
-                      wrap_sizes=(5, 8), resolution_nodes=5, epsilons=(FINE, COARSE)),
+                      wrap_sizes=(5, 8), resolution_nodes=5, epsilons=(COARSE32, FINE, COARSE), wrap_sizes32=(5, 8),
+                      epsilons32=(FINE32, COARSE32)),
     "quick": Settings(small_nodes=16, large_nodes=64, small_prompts=16, large_prompts=8, sweep_prompts=8, **SWEEP),
     # the authors' validation: CLRS-30's 1000 training and 32 validation graphs (n = 16) and 32 test graphs (n = 64)
     "full": Settings(small_nodes=16, large_nodes=64, small_prompts=1032, large_prompts=32, sweep_prompts=32, **SWEEP),
@@ -155,15 +168,14 @@ def loops_for(algorithm: str, nodes: int) -> int:
     return 4 * nodes + 2 if algorithm == "scc" else nodes + 1
 
 
-def exact_graphs(construction, algorithm: str, adjacency: torch.Tensor, source: torch.Tensor,
-                 epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
+def exact_graphs(construction, algorithm: str, adjacency: torch.Tensor, source: torch.Tensor, epsilon: float,
+                 dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
     """(exact (B,) bool, fraction of loops whose state matches the reference's step (B,)) of ``construction`` on
-    the graphs: exact means every loop matches and the final outputs equal the reference's."""
+    the graphs, computed in ``dtype``: exact means every loop matches and the final outputs equal the reference's."""
     batch, n, _ = adjacency.shape
-    states = simulate(construction, adjacency, source, loops_for(algorithm, n), epsilon=epsilon)
-    final = states[-1]
+    states = simulate(construction, adjacency, source, loops_for(algorithm, n), epsilon=epsilon, dtype=dtype)
     if algorithm == "scc":
-        return _scc_exact(final, adjacency), torch.full((batch,), float("nan"), dtype=torch.float64)
+        return _scc_exact(states, adjacency)
     reference = [ALGORITHMS[algorithm][2](a, int(s)) for a, s in zip(adjacency, source)]
     expected = []
     for loop in range(len(states)):
@@ -176,7 +188,7 @@ def exact_graphs(construction, algorithm: str, adjacency: torch.Tensor, source: 
         expected.append({"last": last, "visited": visited})
     per_loop = matching_loops(states, lambda state: {key: value for key, value in decode(state).items()
                                                      if key in ("last", "visited", "valid")}, expected)
-    out = decode(final)
+    out = decode(states[-1])
     parents = torch.stack([traversal.parent for traversal in reference])
     exact = per_loop.all(dim=1) & out["done"] & (out["parent"] == parents).all(dim=1)
     if algorithm == "dijkstra":
@@ -186,17 +198,24 @@ def exact_graphs(construction, algorithm: str, adjacency: torch.Tensor, source: 
     return exact, per_loop.to(torch.float64).mean(dim=1)
 
 
-def _scc_exact(final: torch.Tensor, adjacency: torch.Tensor) -> torch.Tensor:
-    """Kosaraju: the labels equal the reference's, every node finished and in the reference's finishing order."""
-    labels, times = final[:, 1:, STREAM.column("label")], final[:, 1:, STREAM.column("finish_time")]
-    finished = final[:, 1:, STREAM.column("finished")]
-    integers = torch.cat([labels, times, finished], dim=1)
-    exact = ((integers - integers.round()).abs() < 1e-6).all(dim=1) & (finished.round() == 1).all(dim=1)
+def _scc_exact(states: list[torch.Tensor], adjacency: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Kosaraju: after every loop the state (visited, finished, timestamps, pass, assigned, expanded, labels) is
+    the reference's after the same number of events (its last once it has run out), and the final labels and
+    finishing order are ``kosaraju_scc``'s."""
+    traces = [kosaraju_steps(a) for a in adjacency]
+    expected = []
+    for loop in range(len(states)):
+        steps = [trace[min(loop, len(trace) - 1)] for trace in traces]
+        expected.append({name: torch.stack([torch.as_tensor(getattr(step, name)) for step in steps])
+                         for name in SCC_FIELDS})
+    per_loop = matching_loops(states, decode_scc, expected)
+    out = decode_scc(states[-1])
+    exact = per_loop.all(dim=1)
     for b, a in enumerate(adjacency):
         reference = kosaraju_scc(a)
-        exact[b] &= bool(torch.equal(labels[b].round().long(), reference.parent)
-                         and torch.equal(times[b].argsort(), reference.order))
-    return exact
+        exact[b] &= bool(torch.equal(out["label"][b], reference.parent)
+                         and torch.equal(out["finish"][b].argsort(), reference.order))
+    return exact, per_loop.to(torch.float64).mean(dim=1)
 
 
 def _construction(measurement, algorithm: str, seed: int, temperature: float):
@@ -213,44 +232,92 @@ def _graphs(seed: int, index: int, algorithm: str, count: int, nodes: int):
     return erdos_renyi_graphs(generator, count, nodes, directed=directed, weights=weights)
 
 
+def _sweeps(settings: Settings) -> list[tuple[str, str, list[tuple[int, float]]]]:
+    """(sweep, precision, [(graph size, ε)]) of the precision sweeps, in the order their graphs are drawn."""
+    wrap = 2 * math.pi / settings.wrap
+    return [("wrap", "float64", [(nodes, wrap) for nodes in settings.wrap_sizes]),
+            ("resolution", "float64", [(settings.resolution_nodes, epsilon) for epsilon in settings.epsilons]),
+            ("wrap", "float32", [(nodes, wrap) for nodes in settings.wrap_sizes32]),
+            ("resolution", "float32", [(settings.resolution_nodes, epsilon) for epsilon in settings.epsilons32])]
+
+
 def measure(measurement) -> dict:
-    """Per seed: the fraction of exact graphs per algorithm and size at the authors' ε and T; the fraction of exact
-    graphs (all algorithms pooled) against the graph size at ε = 2π/wrap and against ε at a fixed size."""
+    """Per seed: the fraction of exact graphs (and of loops matching the reference's step) per algorithm and size at
+    the authors' ε and T; the fraction of exact graphs (all algorithms pooled) against the graph size at
+    ε = 2π/wrap and against ε at a fixed size, in float64 and in float32."""
     settings, rows = measurement.settings, []
-    wraps = [(nodes, 2 * math.pi / settings.wrap) for nodes in settings.wrap_sizes]
-    resolutions = [(settings.resolution_nodes, epsilon) for epsilon in settings.epsilons]
     for seed in measurement.seeds:
         for algorithm in ALGORITHMS:
             construction = _construction(measurement, algorithm, seed, TEMPERATURE)
             for index, (nodes, count) in enumerate(settings.sizes):
                 adjacency, source = _graphs(seed, index, algorithm, count, nodes)
                 exact, loops = exact_graphs(construction, algorithm, adjacency, source, EPSILON)
-                rows.append({"seed": seed, "sweep": "size", "algorithm": algorithm, "nodes": nodes,
-                             "epsilon": EPSILON, "quantity": "exact fraction", "value": float(exact.double().mean())})
-                if algorithm != "scc":
-                    rows.append({"seed": seed, "sweep": "size", "algorithm": algorithm, "nodes": nodes,
-                                 "epsilon": EPSILON, "quantity": "matching loops", "value": float(loops.mean())})
-        for sweep, settings_list, offset in (("wrap", wraps, len(settings.sizes)),
-                                             ("resolution", resolutions, len(settings.sizes) + len(wraps))):
-            for index, (nodes, epsilon) in enumerate(settings_list):
+                for quantity, value in (("exact fraction", exact.double().mean()), ("matching loops", loops.mean())):
+                    rows.append({"seed": seed, "sweep": "size", "precision": "float64", "algorithm": algorithm,
+                                 "nodes": nodes, "epsilon": EPSILON, "quantity": quantity, "value": float(value)})
+        offset = len(settings.sizes)
+        for sweep, precision, points in _sweeps(settings):
+            for index, (nodes, epsilon) in enumerate(points):
                 exact = []
                 for algorithm in ALGORITHMS:
                     construction = _construction(measurement, algorithm, seed, margin_temperature(epsilon))
                     adjacency, source = _graphs(seed, offset + index, algorithm, settings.sweep_prompts, nodes)
-                    exact.append(exact_graphs(construction, algorithm, adjacency, source, epsilon)[0])
-                rows.append({"seed": seed, "sweep": sweep, "algorithm": "all", "nodes": nodes, "epsilon": epsilon,
-                             "quantity": "exact fraction", "value": float(torch.cat(exact).double().mean())})
+                    exact.append(exact_graphs(construction, algorithm, adjacency, source, epsilon,
+                                              PRECISIONS[precision])[0])
+                rows.append({"seed": seed, "sweep": sweep, "precision": precision, "algorithm": "all",
+                             "nodes": nodes, "epsilon": epsilon, "quantity": "exact fraction",
+                             "value": float(torch.cat(exact).double().mean())})
+            offset += len(points)
     return {"rows": rows}
 
 
+def unit_roundoff(precision: str) -> float:
+    """u = 2⁻⁵³ (float64) or 2⁻²⁴ (float32): half the machine epsilon."""
+    return torch.finfo(PRECISIONS[precision]).eps / 2
+
+
+def resolution_limit(precision: str) -> float:
+    """The smallest ε whose codes the attention resolves in ``precision``: 1 − cos ε = u, ε ≈ √(2u)."""
+    return math.sqrt(2 * unit_roundoff(precision))
+
+
 def sanity_checks(settings: Settings) -> list[Check]:
-    """The bound's arithmetic: ε = 2π/wrap gives n_max = wrap − 1; the sweep's ε straddle float64's resolution."""
+    """The bound's arithmetic: ε = 2π/wrap gives n_max = wrap − 1; the sweeps' ε straddle each float's
+    resolution."""
     return [Check("n_max at ε = 2π/wrap", settings.wrap - 1, simulable_nodes(2 * math.pi / settings.wrap),
                   source=LIMIT),
             Check("n_max at the fine ε is above the sweep's graph size (1 = yes)", 1.0,
                   float(simulable_nodes(FINE) > settings.resolution_nodes), source=LIMIT),
             Check("n_max at the coarse ε (codes below float64's roundoff)", 0.0, simulable_nodes(COARSE),
-                  source=LIMIT)]
+                  source=LIMIT),
+            Check("float32: n_max above the sweep's size at the fine ε and 0 at the coarse ε (1 = yes)", 1.0,
+                  float(simulable_nodes(FINE32, torch.float32) > settings.resolution_nodes
+                        and simulable_nodes(COARSE32, torch.float32) == 0), source=LIMIT)]
+
+
+def _limit_checks(claim: str, rows, settings: Settings, precision: str, fine: float, coarse: float) -> list[Check]:
+    """The bound's four checks in ``precision``: exact at n = wrap − 1 (ε = 2π/wrap) and at ε = ``fine``
+    (n = the ε sweep's size); at most half the graphs exact beyond the bound (n = ⌈4 wrap / 3⌉) and at ε =
+    ``coarse``."""
+    wrap, n, u = f"ε = 2π/{settings.wrap}", settings.resolution_nodes, unit_roundoff(precision)
+
+    def values(sweep: str, **point) -> list[float]:
+        return seed_values(rows, "exact fraction", sweep=sweep, precision=precision, **point)
+
+    return [
+        claim_check(claim, f"{precision}: fraction exact at {wrap}, n = {settings.wrap - 1} (the bound)",
+                    WITHIN_SHARE, values("wrap", nodes=settings.wrap - 1), relation="at_least", source=LIMIT,
+                    every_seed=True),
+        claim_check(claim, f"{precision}: fraction exact at {wrap}, n = {beyond_size(settings)} (beyond the bound)",
+                    BEYOND_SHARE, values("wrap", nodes=beyond_size(settings)), relation="at_most", source=LIMIT,
+                    every_seed=True),
+        claim_check(claim, f"{precision}: fraction exact at ε = {fine:g}, n = {n} (1 − cos ε = "
+                    f"{code_gap(fine) / u:.3g} u)", WITHIN_SHARE, values("resolution", epsilon=fine),
+                    relation="at_least", source=LIMIT, every_seed=True),
+        claim_check(claim, f"{precision}: fraction exact at ε = {coarse:g}, n = {n} (1 − cos ε = "
+                    f"{code_gap(coarse) / u:.3g} u)", BEYOND_SHARE, values("resolution", epsilon=coarse),
+                    relation="at_most", source=LIMIT, every_seed=True),
+    ]
 
 
 def checks(results: dict, settings: Settings) -> list[Check]:
@@ -261,25 +328,15 @@ def checks(results: dict, settings: Settings) -> list[Check]:
                     for nodes, _ in settings.sizes]
         pooled = [sum(values) / len(values) for values in zip(*per_size)]
         found.append(claim_check("exact-simulation", f"{LABELS[algorithm]}: fraction of test graphs (n = "
-                                 f"{settings.small_nodes}, {settings.large_nodes}) simulated exactly", 1.0, pooled,
-                                 relation="at_least", source=ABSTRACT, every_seed=True))
-    wrap = f"ε = 2π/{settings.wrap}"
-    found += [
-        claim_check("precision-limit", f"fraction exact at {wrap}, n = {settings.wrap - 1} (the bound)",
-                    WITHIN_SHARE, seed_values(rows, "exact fraction", sweep="wrap", nodes=settings.wrap - 1),
-                    relation="at_least", source=LIMIT, every_seed=True),
-        claim_check("precision-limit", f"fraction exact at {wrap}, n = {beyond_size(settings)} (beyond the bound)",
-                    BEYOND_SHARE, seed_values(rows, "exact fraction", sweep="wrap", nodes=beyond_size(settings)),
-                    relation="at_most", source=LIMIT, every_seed=True),
-        claim_check("precision-limit", f"fraction exact at ε = {FINE:g}, n = {settings.resolution_nodes} (codes "
-                    "resolvable in float64)", WITHIN_SHARE,
-                    seed_values(rows, "exact fraction", sweep="resolution", epsilon=FINE), relation="at_least",
-                    source=LIMIT, every_seed=True),
-        claim_check("precision-limit", f"fraction exact at ε = {COARSE:g}, n = {settings.resolution_nodes} (1 − cos ε "
-                    "below float64's roundoff)", BEYOND_SHARE,
-                    seed_values(rows, "exact fraction", sweep="resolution", epsilon=COARSE), relation="at_most",
-                    source=LIMIT, every_seed=True),
-    ]
+                                 f"{settings.small_nodes}, {settings.large_nodes}) simulated exactly, every loop",
+                                 1.0, pooled, relation="at_least", source=ABSTRACT, every_seed=True))
+    found += _limit_checks("precision-limit", rows, settings, "float64", FINE, COARSE)
+    found += _limit_checks("float32-limit", rows, settings, "float32", FINE32, COARSE32)
+    found.append(claim_check("float32-limit", f"float64 at float32's coarse ε = {COARSE32:g}, n = "
+                             f"{settings.resolution_nodes}: fraction exact (the contrast: the break moves with u)",
+                             WITHIN_SHARE, seed_values(rows, "exact fraction", sweep="resolution", precision="float64",
+                                                       epsilon=COARSE32), relation="at_least", source=LIMIT,
+                             every_seed=True))
     return found
 
 
@@ -288,30 +345,35 @@ def _per_seed(rows, sweep: str, key: str, xs, **match) -> list[list[float]]:
 
 
 def figure(results: dict, settings: Settings) -> list[Panel]:
-    """Exactness per algorithm and size; against the graph size at ε = 2π/wrap; against ε at a fixed size."""
+    """Exactness per algorithm and size; against the graph size at ε = 2π/wrap; against ε at a fixed size (float64
+    and float32)."""
     rows = results["rows"]
     sizes = [nodes for nodes, _ in settings.sizes]
     exact = [seed_curve(LABELS[algorithm], sizes, _per_seed(rows, "size", "nodes", sizes, algorithm=algorithm),
                         bounds=(0.0, 1.0), continuous=False) for algorithm in ALGORITHMS]
-    wrap_sizes = list(settings.wrap_sizes)
-    epsilons = list(settings.epsilons)
     bound = settings.wrap - 1
-    resolution_limit = math.sqrt(2 * torch.finfo(torch.float64).eps / 2)
+    grids = {("wrap", "float64"): list(settings.wrap_sizes), ("wrap", "float32"): list(settings.wrap_sizes32),
+             ("resolution", "float64"): list(settings.epsilons), ("resolution", "float32"): list(settings.epsilons32)}
+
+    def curves(sweep: str, key: str) -> list[Curve]:
+        return [seed_curve(precision, grids[sweep, precision],
+                           _per_seed(rows, sweep, key, grids[sweep, precision], precision=precision),
+                           bounds=(0.0, 1.0), continuous=False) for precision in PRECISIONS]
+
+    wrap_sizes = grids["wrap", "float64"]
     return [
         Panel("graph size n", "fraction of graphs simulated exactly", exact,
               targets=[Target("paper: every graph", 1.0, 1.0, 1.0)], title="ε = 1e-2, T = 1e-7 (the authors')",
               ylim=(-0.05, 1.05)),
         Panel("graph size n", "fraction exact (4 algorithms)",
-              [seed_curve("construction", wrap_sizes, _per_seed(rows, "wrap", "nodes", wrap_sizes),
-                          bounds=(0.0, 1.0), continuous=False),
-               Curve("bound n ≤ ⌈2π/ε⌉ − 1", [bound, bound], [0.0, 1.0], baseline=True)],
+              curves("wrap", "nodes") + [Curve("bound n ≤ ⌈2π/ε⌉ − 1", [bound, bound], [0.0, 1.0], baseline=True)],
               targets=[Target("exact within", 1.0, 1.0, 1.0, where=(min(wrap_sizes), bound)),
                        Target("≤ ½ beyond", 0.5, 0.0, 0.5, where=(beyond_size(settings), max(wrap_sizes)))],
               title=f"codes at ε = 2π/{settings.wrap}", ylim=(-0.05, 1.05)),
         Panel("code angle ε", "fraction exact (4 algorithms)",
-              [seed_curve("construction", epsilons, _per_seed(rows, "resolution", "epsilon", epsilons),
-                          bounds=(0.0, 1.0), continuous=False),
-               Curve("float64: 1 − cos ε = u", [resolution_limit, resolution_limit], [0.0, 1.0], baseline=True)],
+              curves("resolution", "epsilon")
+              + [Curve(f"{precision}: 1 − cos ε = u", [resolution_limit(precision)] * 2, [0.0, 1.0], baseline=True)
+                 for precision in PRECISIONS],
               title=f"n = {settings.resolution_nodes}, T = (1 − cos ε)/500", xscale="log", ylim=(-0.05, 1.05)),
     ]
 

@@ -10,11 +10,12 @@ import pytest
 import torch
 
 from icl_sim.models.constructed import AttentionHead
-from icl_sim.models.graph_simulation import (INF, STREAM, GraphHead, decode, graph_construction, margin_temperature,
-                                             padded_adjacency, position_codes, simulable_nodes, simulate)
+from icl_sim.models.graph_simulation import (INF, STREAM, GraphHead, decode, decode_scc, graph_construction,
+                                             margin_temperature, padded_adjacency, position_codes, simulable_nodes,
+                                             simulate)
 from icl_sim.paper_repro import deluca_fountoulakis_2024 as repro
 from icl_sim.tasks.weighted_graphs import erdos_renyi_graphs
-from icl_sim.theory.graph_algorithms import bfs_tree, dfs_tree, dijkstra_tree, kosaraju_scc
+from icl_sim.theory.graph_algorithms import bfs_tree, dfs_tree, dijkstra_tree, kosaraju_scc, kosaraju_steps
 
 N = 12
 
@@ -62,6 +63,73 @@ def test_traversal_references_agree_with_networkx(directed):
         assert all(labels[label] == label for label in labels)  # a label is a member of its component
 
 
+def test_kosaraju_steps_against_networkx():
+    """Pass 1's timestamps are networkx's depth-first discovery and finishing events on one clock; pass 2 starts at
+    the unassigned node of latest finish and each expansion assigns exactly the unassigned in-neighbours; the last
+    step's labels are the strongly connected components (and ``kosaraju_scc``'s labels)."""
+    adjacency, _ = _graphs(6, 40, 9, directed=True)
+    for a in adjacency:
+        graph, steps = _networkx(a, True), kosaraju_steps(a)
+        clock, discovery, finish = 0, {}, {}
+        for _, v, kind in nx.dfs_labeled_edges(graph):  # roots in index order, neighbours in insertion order
+            if kind in ("forward", "reverse"):
+                clock += 1
+                (discovery if kind == "forward" else finish)[v] = clock
+        last = steps[-1]
+        assert last.discovery.tolist() == [discovery[v] for v in range(9)]
+        assert last.finish.tolist() == [finish[v] for v in range(9)]
+        components = list(nx.strongly_connected_components(graph))
+        assert len(steps) == 2 * 9 + 1 + 9 + len(components)
+        assert torch.equal(last.label, kosaraju_scc(a).parent)
+        assert {frozenset(c) for c in components} == {frozenset((last.label == label).nonzero().flatten().tolist())
+                                                      for label in last.label.unique()}
+        for before, after in zip(steps[2 * 9:], steps[2 * 9 + 1:]):
+            assert after.second_pass and (after.assigned.sum() > before.assigned.sum()
+                                          or after.expanded.sum() == before.expanded.sum() + 1)
+            if after.expanded.sum() == before.expanded.sum() + 1:  # an expansion: its unassigned in-neighbours join
+                node = int((after.expanded & ~before.expanded).nonzero())
+                joined = set((after.assigned & ~before.assigned).nonzero().flatten().tolist())
+                assert joined == {w for w in graph.predecessors(node) if not before.assigned[w]}
+                assert node == min(v for v in range(9) if before.assigned[v] and not before.expanded[v])
+            else:  # a start: the unassigned node of latest finish
+                root = int((after.assigned & ~before.assigned).nonzero())
+                assert root == max((v for v in range(9) if not before.assigned[v]), key=lambda v: finish[v])
+
+
+def test_scc_checked_loop_by_loop_not_only_its_labels():
+    """A construction whose second pass expands the largest index first finds the same components, so its final
+    labels are right, but its state after the loops of the second pass is not Kosaraju's step: it fails."""
+    adjacency, source = _graphs(7, 16, N, directed=True, probabilities=(0.2, 0.3))
+    construction = graph_construction("scc")
+    frontier = construction.layers[0].heads[2]  # select: stack top, restart root, pass-2 frontier, pass-2 root
+    column = STREAM.column("index")
+    assert frontier.key[0, column] == -1e-3
+    frontier.key[0, column] = 1e-3
+    states = simulate(construction, adjacency, source, repro.loops_for("scc", N))
+    labels = decode_scc(states[-1])["label"]
+    assert all(torch.equal(labels[b], kosaraju_scc(a).parent) for b, a in enumerate(adjacency))
+    exact, loops = repro.exact_graphs(construction, "scc", adjacency, source, 1e-2)
+    assert not exact.all() and loops.min() < 1
+    assert repro.exact_graphs(graph_construction("scc"), "scc", adjacency, source, 1e-2)[0].all()
+
+
+def test_float32_breaks_where_its_roundoff_meets_the_code_gap():
+    """In float32 (u = 6e-8) a path is simulated exactly at ε = 1e-3 (1 − cos ε = 8.4 u) and not at ε = 1e-4
+    (0.084 u), where float64 still is; float64's own break lies near √(2u₆₄) = 1.5e-8."""
+    path = torch.zeros(1, 8, 8, dtype=torch.float64)
+    for v in range(7):
+        path[0, v, v + 1] = path[0, v + 1, v] = 1.0
+    source = torch.zeros(1, dtype=torch.long)
+    for epsilon, dtype, expected in ((1e-3, torch.float32, True), (1e-4, torch.float32, False),
+                                     (1e-4, torch.float64, True)):
+        construction = graph_construction("bfs", temperature=margin_temperature(epsilon))
+        assert bool(repro.exact_graphs(construction, "bfs", path, source, epsilon, dtype)[0][0]) is expected
+    assert repro.resolution_limit("float32") == pytest.approx(3.45e-4, rel=1e-3)
+    assert repro.resolution_limit("float64") == pytest.approx(1.49e-8, rel=1e-3)
+    with pytest.raises(ValueError, match="dtype"):
+        simulate(graph_construction("bfs"), path, source, 1, dtype=torch.float16)
+
+
 def test_generator_law():
     adjacency, source = _graphs(1, 400, 10, directed=False, weights=(1, 10), probabilities=(0.3,))
     edges = adjacency != 0
@@ -101,9 +169,7 @@ def test_construction_is_exact_loop_by_loop(algorithm):
     directed, weights, _ = repro.ALGORITHMS[algorithm]
     adjacency, source = _graphs(3, 24, N, directed, weights, probabilities=(0.1, 0.2, 0.4))
     exact, loops = repro.exact_graphs(graph_construction(algorithm), algorithm, adjacency, source, 1e-2)
-    assert exact.all()
-    if algorithm != "scc":
-        assert (loops == 1).all()
+    assert exact.all() and (loops == 1).all()
 
 
 def test_states_equal_the_references_written_out():

@@ -34,7 +34,13 @@ and ties go to the smaller index, the convention of those references, so every o
   expanded next, and a neighbour's distance and parent change only on a strict improvement;
 * ``kosaraju_scc``: Kosaraju's algorithm; the first pass is depth-first with restarts from the smallest
   unvisited index, the second searches the transpose in decreasing finishing time, and every node's label is the
-  node that started its component's search (``order`` lists the nodes in the second pass's visiting order).
+  node that started its component's search (``order`` lists the nodes in the first pass's finishing order);
+* ``kosaraju_steps``: the same algorithm one event at a time, the state after every event (``KosarajuStep``):
+  pass 1 visits or finishes one node per step with CLRS's timestamps (discovery and finishing times on one clock,
+  one tick per event), one step finds no node left, then pass 2 starts a component at the unassigned node of
+  latest finish or expands one node of the current component (the assigned, unexpanded node of smallest index:
+  its unassigned in-neighbours join the component).  Any search on the transpose gives Kosaraju's components;
+  this order is the one a step-by-step simulation checks.
 """
 from __future__ import annotations
 
@@ -253,5 +259,72 @@ def kosaraju_scc(adjacency: torch.Tensor) -> Traversal:
     return _traversal(label, finished)
 
 
-__all__ = ["BFSReachability", "DegreeHeuristic", "ReachabilityRounds", "Traversal", "bfs_tree", "decode_prompt",
-           "dfs_tree", "dijkstra_tree", "kosaraju_scc"]
+@dataclass(frozen=True)
+class KosarajuStep:
+    """Kosaraju's state after one event: ``visited``, ``finished``, ``assigned``, ``expanded`` (n,) bool;
+    ``discovery`` and ``finish`` (n,) long (the event's clock, 0 until it happens); ``second_pass`` (bool: pass 1
+    is over); ``label`` (n,) long (the component's root once assigned, else the node itself)."""
+
+    visited: torch.Tensor
+    finished: torch.Tensor
+    discovery: torch.Tensor
+    finish: torch.Tensor
+    second_pass: bool
+    assigned: torch.Tensor
+    expanded: torch.Tensor
+    label: torch.Tensor
+
+
+def kosaraju_steps(adjacency: torch.Tensor) -> list[KosarajuStep]:
+    """Kosaraju's algorithm event by event (module docstring): the state after each of its 2n + 1 + n + c
+    events (c components)."""
+    n, out_neighbours = _neighbours(adjacency)
+    _, in_neighbours = _neighbours(adjacency.T)
+    flags = {name: [False] * n for name in ("visited", "finished", "assigned", "expanded")}
+    discovery, finish, label, steps = [0] * n, [0] * n, list(range(n)), []
+    second_pass = False
+
+    def record():
+        steps.append(KosarajuStep(*(torch.tensor(flags[name]) for name in ("visited", "finished")),
+                                  torch.tensor(discovery), torch.tensor(finish), second_pass,
+                                  *(torch.tensor(flags[name]) for name in ("assigned", "expanded")),
+                                  torch.tensor(label)))
+
+    for root in range(n):
+        if flags["visited"][root]:
+            continue
+        stack = [root]
+        flags["visited"][root], discovery[root] = True, len(steps) + 1
+        record()
+        while stack:
+            top = stack[-1]
+            following = next((v for v in out_neighbours[top] if not flags["visited"][v]), None)
+            if following is None:
+                stack.pop()
+                flags["finished"][top], finish[top] = True, len(steps) + 1
+            else:
+                flags["visited"][following], discovery[following] = True, len(steps) + 1
+                stack.append(following)
+            record()
+    second_pass = True
+    record()
+    for root in sorted(range(n), key=lambda v: -finish[v]):
+        if flags["assigned"][root]:
+            continue
+        flags["assigned"][root] = True
+        record()
+        frontier = [root]
+        while frontier:
+            node = min(frontier)
+            frontier.remove(node)
+            flags["expanded"][node] = True
+            for neighbour in in_neighbours[node]:
+                if not flags["assigned"][neighbour]:
+                    flags["assigned"][neighbour], label[neighbour] = True, root
+                    frontier.append(neighbour)
+            record()
+    return steps
+
+
+__all__ = ["BFSReachability", "DegreeHeuristic", "KosarajuStep", "ReachabilityRounds", "Traversal", "bfs_tree",
+           "decode_prompt", "dfs_tree", "dijkstra_tree", "kosaraju_scc", "kosaraju_steps"]

@@ -35,6 +35,7 @@ is theirs.  Distances start at their INF = 10⁴ and gates use their 10 × INF.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from typing import Mapping
@@ -63,6 +64,8 @@ MASK = 1e5
 #: offset that keeps index differences positive inside a gate (n ≤ 999)
 OFFSET = 1e3
 MAX_NODES = 999
+#: the floating-point formats a simulation can run in
+PRECISIONS = (torch.float64, torch.float32)
 
 STREAM = Stream([("global", 1), ("node", 1), ("code", 2), ("index", 1), ("clock", 1), ("visited", 1),
                  ("discovered", 1), ("time", 1), ("parent", 1), ("distance", 1), ("selected", 1),
@@ -151,13 +154,17 @@ def _clear(names: list[str]) -> list:
 def _select_head(temperature: float, priority: dict[str, float], values: dict[str, str]) -> AttentionHead:
     """A head with the same query in every row whose keys are −priority (a linear form of the columns), so every
     row reads the columns ``values`` (output ← input) of the row of least priority; the global row's index reads
-    as −1."""
-    head = AttentionHead.zeros(STREAM, 1)
+    as −1.  The key has two components: the mask terms (weights of size ``MASK`` and the global row's
+    ``EMPTY_PRIORITY``, in units of ``MASK``) and the fine priority, so an available row's score never sums
+    terms of 10⁵ with its 10⁻³ tie-break (exact in float32 too, where one rounding at 10⁵ is 0.008)."""
+    head = AttentionHead.zeros(STREAM, 2)
     scale = SELECT_SCALE / temperature  # λ · scale = SELECT_SCALE in every row
-    head.query[0, STREAM.column("global")] = scale
-    head.query[0, STREAM.column("node")] = scale
+    for rank, weight in enumerate((scale, scale * MASK)):
+        head.query[rank, STREAM.column("global")] = weight
+        head.query[rank, STREAM.column("node")] = weight
     for name, weight in {**priority, "global": priority.get("global", 0.0) + EMPTY_PRIORITY}.items():
-        head.key[0, STREAM.column(name)] = -weight
+        masking = abs(weight) >= EMPTY_PRIORITY
+        head.key[int(masking), STREAM.column(name)] = -weight / MASK if masking else -weight
     for output, name in values.items():
         head.value[STREAM.column(output), STREAM.column(name)] = 1.0
         if name == "index":
@@ -370,15 +377,65 @@ def decode(state: torch.Tensor) -> dict[str, torch.Tensor]:
             "done": state[:, 0, STREAM.column("done")] > 0.5, "valid": valid}
 
 
+def decode_scc(state: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Kosaraju's state held in an SCC construction's state (the names of ``theory.graph_algorithms.KosarajuStep``):
+    ``visited``, ``finished``, ``assigned``, ``expanded`` (B, n) bool; ``discovery``, ``finish``, ``label`` (B, n)
+    long (rounded); ``second_pass`` (B,) bool (every node row's phase flag); ``valid`` (B,): every column within
+    10⁻⁶ of an integer and every flag within 10⁻⁶ of 0 or 1."""
+    rows = state[:, 1:]
+    flags = {name: rows[..., STREAM.column(column)] for name, column in
+             (("visited", "visited"), ("finished", "finished"), ("assigned", "assigned"), ("expanded", "expanded"),
+              ("second_pass", "phase"))}
+    integers = {name: rows[..., STREAM.column(column)] for name, column in
+                (("discovery", "time"), ("finish", "finish_time"), ("label", "label"))}
+    every = torch.cat(list(flags.values()) + list(integers.values()), dim=1)
+    binary = torch.cat(list(flags.values()), dim=1)
+    valid = (((every - every.round()).abs() < 1e-6).all(dim=1) & ((binary > -1e-6) & (binary < 1 + 1e-6)).all(1))
+    decoded = {name: value.round() == 1 for name, value in flags.items()}
+    decoded["second_pass"] = decoded["second_pass"].all(dim=1)
+    return {**decoded, **{name: value.round().to(torch.long) for name, value in integers.items()}, "valid": valid}
+
+
+def _cast(block, dtype: torch.dtype):
+    """A copy of a head or MLP with its weights in ``dtype`` (the builder's blocks hold float64)."""
+    block = copy.copy(block)
+    for field in dataclasses.fields(block):
+        value = getattr(block, field.name)
+        if isinstance(value, torch.Tensor):
+            setattr(block, field.name, value.to(dtype))
+    if isinstance(block, GraphHead):
+        block.attention = _cast(block.attention, dtype)
+    return block
+
+
+class _InPrecision(LoopedConstruction):
+    """A construction whose weights and states are rounded to ``dtype`` and computed in it (the float32 contrast:
+    the same weights on a machine of another unit roundoff)."""
+
+    def __init__(self, construction: LoopedConstruction, dtype: torch.dtype):
+        layers = [Layer(layer.name, tuple(_cast(head, dtype) for head in layer.heads),
+                        None if layer.mlp is None else _cast(layer.mlp, dtype)) for layer in construction.layers]
+        super().__init__(construction.stream, layers, construction.temperature)
+        self.dtype = dtype
+
+    def _check_state(self, state: torch.Tensor) -> torch.Tensor:
+        return super()._check_state(state).to(self.dtype)
+
+
 def simulate(construction: LoopedConstruction, adjacency: torch.Tensor, source: torch.Tensor, loops: int, *,
-             epsilon: float = EPSILON) -> list[torch.Tensor]:
+             epsilon: float = EPSILON, dtype: torch.dtype = DTYPE) -> list[torch.Tensor]:
     """The states after each of ``loops`` loops of ``construction`` on graphs ``adjacency`` (B, n, n) from
-    ``source`` (B,), codes at angle ``epsilon``."""
+    ``source`` (B,), codes at angle ``epsilon``, computed in ``dtype`` (float64, the builder's, or float32: weights,
+    codes and states rounded to it); the states are returned in float64."""
+    check_choice("dtype", dtype, PRECISIONS)
     adjacency = torch.as_tensor(adjacency, dtype=DTYPE)
-    return construction.run(initial_state(adjacency, source, epsilon=epsilon), loops,
-                            adjacency=padded_adjacency(adjacency))
+    if dtype != DTYPE:
+        construction = _InPrecision(construction, dtype)
+    states = construction.run(initial_state(adjacency, source, epsilon=epsilon), loops,
+                              adjacency=padded_adjacency(adjacency))
+    return [state.to(DTYPE) for state in states]
 
 
-__all__ = ["ALGORITHMS", "EPSILON", "GraphHead", "INF", "MARGIN", "STREAM", "TEMPERATURE", "code_gap", "decode",
-           "graph_construction", "initial_state", "margin_temperature", "padded_adjacency", "position_codes",
-           "simulable_nodes", "simulate"]
+__all__ = ["ALGORITHMS", "EPSILON", "GraphHead", "INF", "MARGIN", "PRECISIONS", "STREAM", "TEMPERATURE", "code_gap",
+           "decode", "decode_scc", "graph_construction", "initial_state", "margin_temperature", "padded_adjacency",
+           "position_codes", "simulable_nodes", "simulate"]
