@@ -1,72 +1,107 @@
-"""de Luca & Fountoulakis (2024), "Simulation of graph algorithms with looped transformers" (ICML 2024, arXiv
-2402.01107).
+"""de Luca & Fountoulakis (2024), "Simulation of graph algorithms with looped transformers" (ICML 2024, PMLR 235,
+arXiv 2402.01107).
 
-What could be read: the abstract and introduction (arXiv HTML, ar5iv: the stored copies end there), and the authors'
-code, opallab/graphalgosimulation (commit ee53a68).  The claims are the abstract's: a looped transformer with extra
-attention heads that interact with the graph simulates Dijkstra's shortest paths, breadth- and depth-first search
-and Kosaraju's strongly connected components, with a number of parameters that does not grow with the graph; and
-finite precision limits the simulation.  The paper's own section on that limit was not readable here, so the bound
-tested is the one the construction's mechanism implies (below), with the authors' constants (``ltfs/config.py``:
-float64, positional codes at angle ε = 1e-2, temperature T = 1e-7, INF = 1e4) and their graph heads
-(``ltfs/common/proto.py``: update = Ã softmax(X Q (X K)ᵀ / T) X V).  Their validation (``validation.ipynb``)
-runs each model on CLRS-30's graphs (train and validation: n = 16; test: n = 64) and counts the graphs whose output
-equals CLRS's.
+What could be read.  The abstract and introduction (arXiv HTML v2 and ar5iv: the stored copies end in the
+introduction; proceedings.mlr.press: the abstract); two third-party pages that quote the body: ri.k117.org's
+reproducibility summary ("we provide empirical validation of the results in Appendix B.3"; CLRS-30 graphs, "the
+training and validation sets include graphs with 16 nodes, while the test set contains graphs with 64 nodes";
+"an angular increment δ set at 10⁻², a maximum value Ω of 10⁵, and a temperature parameter T at 10⁻⁷";
+"Algorithm 1 Looped Transformer (Giannou et al., 2023)") and liner.com's summary (Figure 1: Dijkstra's pseudocode
+as the source code, each step simulated by one or more blocks, lines 11-12 worked out in Section 5; Ã constant and
+X updated every loop until a termination flag; the output decoded from columns of X); and the authors' code,
+opallab/graphalgosimulation (commit ee53a68).  The paper's finite-precision section and its theorem (the statement
+relating the graph size to the precision and δ) could NOT be read in any stored copy (arXiv HTML, ar5iv, PMLR,
+OpenReview, chatpaper, sciencestack and alphaxiv were searched): so the precision claims below test the limit that
+the construction's mechanism implies, with the paper's constants, and say so; they do not quote the theorem.
+
+Compared with what was read, the module's settings stand (no number changed): the paper's δ is our ε = 10⁻² (the
+authors' ``ltfs/config.py`` ``eps``), its Ω = 10⁵ our gate (``ifINF`` = 10 INF), T = 10⁻⁷, float64, CLRS-30's
+sizes 16 and 64.  The algorithms are the four the abstract names.  SCC: theirs is one looped network
+(``ltfs/scc/model.py``, 39 blocks a loop) that runs Kosaraju's two passes as two priority queues (``Q1``, ``Q2`` in
+``ltfs/scc/input.py``), a minimum found by a scan of one node per loop and the labels kept as positional codes
+(``SCC``) and integers (``OUT``); ours runs one Kosaraju event per loop (``icl_sim.models.graph_simulation``).  The
+experiments (Appendix B.3; ``validation.ipynb`` prints correct / incorrect / exception counts, its outputs are not
+committed) count the CLRS-30 graphs whose output equals CLRS's: the claim is every graph.
 
 Ours (``icl_sim.models.graph_simulation``, on the shared builder ``icl_sim.models.constructed``): the same graph
-heads and codes, our own loop body (one expanded node per loop: a softmax head selects the node of least priority,
-a graph head reads its adjacency row, ReLU MLPs update the state; the module's docstring lists the departures from
-their blocks).  Test graphs (``icl_sim.tasks.weighted_graphs``): CLRS-30's law as we read it from the paper's use of
-it (Erdős–Rényi, edge probability uniform on {0.1, …, 0.9} per graph, a uniform source), undirected for BFS and
-Dijkstra, directed for DFS and SCC, with the authors' own integer weights 1..10 for Dijkstra (``ltfs/utils.py``
-``generate_A``; CLRS's real-valued weights were not used: our selection breaks ties by 10⁻³ × the index, which needs
-integer distances).  References (``icl_sim.theory.graph_algorithms``, tested against networkx): the authors'
-``reference_bfs/dfs/dijkstra/scc`` conventions (neighbours in index order; DFS from the source only; a node never
-reached is its own parent; Kosaraju's label is the node that started the component's search).
+heads (``ltfs/common/proto.py``: update = Ã softmax(X Q (X K)ᵀ / T) X V) and codes, our own loop body (one expanded
+node or one Kosaraju event per loop: a softmax head selects the node of least priority, a graph head reads its
+adjacency row, ReLU MLPs update the state; that module's docstring lists the departures from their blocks).  Test
+graphs (``icl_sim.tasks.weighted_graphs``): CLRS-30's law as we read it (Erdős–Rényi, edge probability uniform on
+{0.1, …, 0.9} per graph, a uniform source), undirected for BFS and Dijkstra, directed for DFS and SCC, with the
+authors' integer weights 1..10 for Dijkstra (``ltfs/utils.py`` ``generate_A``).  References
+(``icl_sim.theory.graph_algorithms``, tested against networkx): the authors' ``reference_bfs/dfs/dijkstra/scc``
+conventions (neighbours in index order; DFS from the source only; a node never reached is its own parent;
+Kosaraju's label is the node that started the component's search), and ``kosaraju_steps``, Kosaraju event by
+event: pass 1 with CLRS's discovery and finishing times on one clock, then pass 2 from the unassigned node of
+latest finish, expanding the component's smallest-index unexpanded node.
 
 Claims, decided at quick (a construction is not trained; each seed draws its own graphs):
 
-* ``exact-simulation`` (abstract): on every test graph the state after the loops equals the reference algorithm's
-  output — parents (BFS, DFS, Dijkstra), distances (Dijkstra), component labels and the first pass's finishing
-  order (SCC) — and, for BFS, DFS and Dijkstra, the state after every loop too: the node expanded in loop k is the
-  reference's k-th, the visited set its first k, and the loop after the last sets the done flag.  One claim check
-  per algorithm: per seed, the fraction of the test graphs (n = 16 and n = 64) that are exact, at least 1 (the
-  paper's 100 %).  A wrong mechanism fails it: CLRS's layer-synchronous BFS picks other parents, a hop-count search
-  other Dijkstra trees, and a graph head whose attention is not the identity reads mixed rows.
-* ``precision-limit`` (abstract: "a limit to simulation ... due to finite precision"): the graph heads tell nodes
-  apart only by their codes, so the construction is exact for n ≤ n_max(ε) = ⌈2π/ε⌉ − 1 (n + 1 distinct codes on
-  the circle) and only while 1 − cos ε exceeds the float's unit roundoff (float64: ε above about 1.5·10⁻⁸), at the
-  authors' margin (1 − cos ε)/T = 500.  Checked at ε = 2π/24 (n_max = 23): exact on every graph at n = 23, at most
-  half the graphs exact at n = 32 (beyond the bound: the codes of rows r and r + 24 coincide); and at n = 16:
-  exact at ε = 10⁻⁷, at most half exact at ε = 3·10⁻⁹ (1 − cos ε = 4.5·10⁻¹⁸, below float64's 1.1·10⁻¹⁶).  The
-  thresholds 1 and ½ were fixed before the verdict blocks.  The wrong mechanism: nodes addressed by exact integer
-  indices (or by one-hot codes) would stay exact beyond 2π/ε and at any ε.
+* ``exact-simulation`` (abstract; Appendix B.3): on every test graph the state after every loop equals the
+  reference algorithm's after the same step — BFS, DFS, Dijkstra: the node expanded in loop k is the reference's
+  k-th, the visited set its first k, and the loop after the last sets the done flag; SCC: the visited and finished
+  sets, both timestamps, the pass, the assigned and expanded sets and every label after every event — and the final
+  state equals the reference's output (parents, Dijkstra's distances, the component labels and finishing order).
+  One claim check per algorithm: per seed, the fraction of test graphs (n = 16 and n = 64) exact, at least 1 (the
+  paper's every graph).  Wrong mechanisms fail it: CLRS's layer-synchronous BFS picks other parents, a hop-count
+  search other Dijkstra trees, a graph head whose attention is not the identity reads mixed rows, and an SCC
+  second pass in another order finds the same labels but not Kosaraju's steps (``tests/``: largest index first).
+* ``precision-limit`` (abstract: "a limit to simulation ... due to finite precision"; the bound from the
+  mechanism): the graph heads tell nodes apart only by their codes, so the construction is exact for
+  n ≤ n_max(ε) = ⌈2π/ε⌉ − 1 (n + 1 distinct codes on the circle) and only while 1 − cos ε exceeds the float's unit
+  roundoff u (float64: u = 1.1·10⁻¹⁶, ε above √(2u) = 1.5·10⁻⁸), at the authors' margin (1 − cos ε)/T = 500.
+  Checked at ε = 2π/24 (n_max = 23): exact on every graph at n = 23, at most half exact at n = 32 (codes of rows r
+  and r + 24 coincide); and at n = 16: exact at ε = 10⁻⁷ (1 − cos ε = 45 u), at most half exact at ε = 3·10⁻⁹
+  (0.04 u).  The wrong mechanism: nodes addressed by exact integer indices (or one-hot codes) stay exact beyond
+  2π/ε and at any ε.
+* ``float32-limit`` (added this session): the same bound with float32's u = 2⁻²⁴ = 6.0·10⁻⁸ predicts the break at
+  ε = √(2u) = 3.45·10⁻⁴ instead of 1.5·10⁻⁸ (a factor √(u₃₂/u₆₄) = 2.3·10⁴) and the same n_max(ε).  Fixed from that
+  prediction before any verdict run: in float32 every graph exact at ε = 2π/24, n = 23 and at ε = 10⁻³, n = 16
+  (1 − cos ε = 8.4 u); at most half at n = 32 and at ε = 10⁻⁴ (0.084 u); and float64 exact at that same ε = 10⁻⁴
+  (the contrast).  Wrong mechanisms: exact integer addressing stays exact at ε = 10⁻⁴ in float32; a construction
+  limited by its constants' range rather than its codes fails at ε = 10⁻³ already — as ours did (below).
+  ``simulate(..., dtype=torch.float32)`` rounds the weights, codes and states to float32 and computes in it.
 
 The untrained control is the same architecture (stream, layers, heads, MLP widths, temperature) at a random
-initialisation (U(±1/√fan_in), the builder's ``random``): no graph is exact, so it fails both claims by 0.
+initialisation (U(±1/√fan_in), the builder's ``random``): no graph is exact, so it fails every claim by 0.
 
 Measured at quick (per seed: 16 graphs per algorithm at n = 16 and 8 at n = 64; 8 per algorithm at each sweep
-point; about 17 CPU seconds, 15 for the control), fresh blocks never run before, 1000 (seeds 1000-1002) and 1100
-(seeds 1100-1102), code at commit 6193525:
+point, four algorithms pooled; about 21 CPU seconds, 19 for the control).
 
-* ``exact-simulation`` HELD in both blocks: BFS, DFS, Dijkstra and SCC exact on every graph of every seed (1, 1, 1
-  each, both blocks); for BFS, DFS and Dijkstra every loop's state matched the reference's step (fraction of
-  matching loops 1 in every seed, size and algorithm).  Control: 0 in every seed of both blocks, every algorithm.
-* ``precision-limit`` HELD in both blocks.  At ε = 2π/24 the fraction exact (four algorithms pooled) was 1 at
-  n = 8, 16, 20 and 23 in every seed; beyond the bound it fell: block 1000, n = 24: 0.59, 0.66, 0.81; n = 26: 0.03,
-  0.03, 0.09; n = 28: 0, 0.03, 0; n = 32 (the check): 0, 0.03, 0; block 1100, n = 24: 0.62, 0.81, 0.66; n = 26:
-  0.12, 0.03, 0.03; n = 28: 0, 0.12, 0.06; n = 32: 0, 0, 0 (at n = 24 only node 23's code collides, with the
-  global row's, and a graph fails only when that node's expansion matters).  At n = 16 the fraction exact was 1
-  at ε = 1e-2, 1e-4, 1e-7 and 3e-8 and 0 at ε = 1e-8 and 3e-9 in every seed of both blocks: the break lies between
-  3e-8 and 1e-8, where 1 − cos ε crosses float64's unit roundoff (ε = √(2u) = 1.5e-8).  Control: 0 within the
-  bound and at ε = 1e-7 in every seed (0 beyond it too).
+This session (code at commit 88f104a), fresh blocks 1300 (seeds 1300-1302) and 1400 (1400-1402), never run before:
 
-Not done: a float32 contrast.  The builder computes in float64; a development probe that cast the weights and
-states to float32 (dev seed 950, n = 16, 8 graphs per algorithm, not kept) found our construction inexact already
-at the authors' ε = 1e-2 (fraction exact 0, 0, 0.12, 0.38 for BFS, DFS, Dijkstra, SCC) for another finite-precision
-reason: a selection key spans the 10⁻³ tie-break to the 10⁵ mask, eight decimal digits, past float32's seven (the
-authors' INF = 1e4 and 10·INF gates stress it the same way), so float32 would test the constants' range, not the
-codes' bound.  Also not done: the state of every SCC loop against Kosaraju's (its final labels and whole finishing
-order are checked); CLRS's own graph files and real-valued weights.
+* ``exact-simulation`` HELD in both: every algorithm exact on every graph of every seed (1, 1, 1 each), every loop
+  matching (fraction 1 per seed, size and algorithm, SCC included).  Control: 0 in every seed, every algorithm.
+* ``precision-limit`` HELD in both.  float64, ε = 2π/24: fraction exact 1 at n = 8, 16, 20, 23 in every seed;
+  block 1300, n = 24: 0.75, 0.75, 0.56; n = 26: 0.03, 0.09, 0; n = 28: 0, 0, 0.06; n = 32: 0, 0, 0; block 1400,
+  n = 24: 0.62, 0.50, 0.66; n = 26: 0.12, 0.09, 0; n = 28: 0.06, 0, 0.03; n = 32: 0, 0, 0.  At n = 16: 1 at ε =
+  10⁻², 10⁻⁴, 10⁻⁷, 3·10⁻⁸ and 0 at 10⁻⁸ in every seed; at 3·10⁻⁹: 0, 0.03, 0 (1300) and 0, 0, 0 (1400).
+* ``float32-limit`` HELD in both.  float32, ε = 2π/24: 1 at n = 23 every seed; n = 32: 0, 0, 0 (1300) and 0.03, 0,
+  0.03 (1400).  At n = 16: 1 at ε = 10⁻² and 10⁻³ every seed; at 3·10⁻⁴ (just below the predicted 3.45·10⁻⁴): 0, 0,
+  0 (1300) and 0.03, 0.03, 0.03 (1400); at 10⁻⁴: 0 every seed; float64 at 10⁻⁴: 1 every seed.  The break lies
+  between 10⁻³ and 3·10⁻⁴ in float32 and between 3·10⁻⁸ and 10⁻⁸ in float64, each where 1 − cos ε meets its u.
+  Control: 0 everywhere (fails the checks asking for 1).
+
+The float32 fidelity fix, with the old numbers.  Our select head summed its 10⁵ mask terms and its 10⁻³ tie-break
+in one key; in float32 one rounding at 10⁵ is 0.008, which erases the tie-break, so the old construction (commit
+6193525) was inexact in float32 already at the authors' ε (dev seed 950, n = 16, 8 graphs per algorithm, fraction
+exact BFS, DFS, Dijkstra, SCC: 0, 0, 0.12, 0.38 at ε = 10⁻²; 0, 0.12, 0.12, 0.25 at 10⁻³): it tested the
+constants' range, not the codes' bound.  The head now keeps the mask terms in a key component of their own (an
+available row's mask component is exactly 0), the same scores in exact arithmetic; on the same dev graphs float32
+became 1, 1, 1, 1 at 10⁻² and 10⁻³, and 0.12, 0, 0, 0 at 3·10⁻⁴.  The float64 verdicts were taken again on the
+new blocks above.
+
+Earlier verdicts (code at commit 6193525; SCC then checked on its final labels and finishing order only; no
+float32), blocks 1000 (seeds 1000-1002) and 1100 (1100-1102): ``exact-simulation`` HELD (1 everywhere; matching
+loops 1 for BFS, DFS, Dijkstra); ``precision-limit`` HELD: ε = 2π/24, n = 24: 0.59, 0.66, 0.81 and 0.62, 0.81,
+0.66; n = 26: 0.03, 0.03, 0.09 and 0.12, 0.03, 0.03; n = 28: 0, 0.03, 0 and 0, 0.12, 0.06; n = 32: 0, 0.03, 0 and
+0, 0, 0; at n = 16, 1 down to ε = 3·10⁻⁸ and 0 at 10⁻⁸ and 3·10⁻⁹.  Control 0.  Seed blocks used for this
+reproduction: 900 and 950 (development), 1000, 1100, 1300, 1400, and the gallery's default block.
+
+Not done: CLRS-30's own graph files and real-valued weights (our tie-break needs integer distances); the paper's
+theorem itself (unread, above); graphs near float32's n_max at its smallest ε (about 1.8·10⁴ nodes) are beyond
+quick.
 """
 from __future__ import annotations
 
@@ -85,7 +120,8 @@ from icl_sim.paper_repro.spec import Claim, Paper, Reproduction
 from icl_sim.plots import Curve, Panel, Target, seed_curve
 from icl_sim.seeding import make_generator
 from icl_sim.tasks.weighted_graphs import AUTHORS_WEIGHTS, erdos_renyi_graphs
-from icl_sim.theory.graph_algorithms import KosarajuStep, bfs_tree, dfs_tree, dijkstra_tree, kosaraju_scc, kosaraju_steps
+from icl_sim.theory.graph_algorithms import (KosarajuStep, bfs_tree, dfs_tree, dijkstra_tree, kosaraju_scc,
+                                             kosaraju_steps)
 
 PAPER = Paper("A. B. de Luca, K. Fountoulakis", "Simulation of graph algorithms with looped transformers",
               "ICML 2024", "2402.01107")

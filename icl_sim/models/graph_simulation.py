@@ -1,5 +1,5 @@
-"""Looped transformers with graph attention heads that run BFS, DFS and Dijkstra's algorithm, weights written by
-hand (de Luca & Fountoulakis 2024, "Simulation of graph algorithms with looped transformers", ICML 2024, arXiv
+"""Looped transformers with graph attention heads that run BFS, DFS, Dijkstra's algorithm and Kosaraju's strongly
+connected components, weights written by hand (de Luca & Fountoulakis 2024, "Simulation of graph algorithms with looped transformers", ICML 2024, arXiv
 2402.01107), built on the shared builder ``icl_sim.models.constructed``.
 
 The architecture (theirs, opallab/graphalgosimulation ``ltfs/common/proto.py``): the tokens are one global row
@@ -11,13 +11,16 @@ p_r = (sin rε, cos rε) on the circle (``ltfs/common/utils.py`` ``get_positiona
 identity only when (1 − cos ε)/T is large (the margin, 500 at their ε and T) and the codes of distinct rows are
 distinct, i.e. (n + 1) ε < 2π: this is where finite precision bounds the graph size.
 
-One loop of every construction expands one node, as the algorithms do:
+One loop of the BFS, DFS and Dijkstra constructions expands one node, as the algorithms do (Kosaraju's, one event
+a loop, is described at ``_scc_layers``; ``decode_scc`` reads its state for a step-by-step check):
 
 1. *select* (a softmax head, the same query in every row, keys −priority): every row reads the index (and, for
    Dijkstra, the distance) of the unexpanded, discovered node of least priority; the global row's own key sits
    between every real priority and the masked ones, so when no node is left every row reads index −1 and the
    global row's ``done`` flag is set.  Priorities: BFS its discovery time, DFS minus it, Dijkstra its tentative
    distance, plus 10⁻³ × the index for ties (the references' smaller-index rule; this caps n below 1000).  The
+   masks (10⁵ per unavailable flag) sit in a second key component, so no score adds them to the tie-break
+   before they cancel: every arithmetic step but the code comparison is then exact in float32 too.  The
    MLP marks the selected row (``cur``, from |index − selected| by a ReLU trapezoid) and sets it visited.
 2. *read* (a graph head Ãᵀ Φ X V with Φ from the codes, V copying ``cur``): row i receives Σ_j A_ji cur_j, the
    weight of the edge from the selected node to i; the MLP turns it into clean flags.
@@ -32,6 +35,10 @@ Departures from the authors' construction, by choice: their minimum is a scan ov
 with one softmax head over integer priorities (gaps ≥ 10⁻³, scores scaled to a margin of 100) and marks the
 selected row by its integer index, so our loop count is the number of expanded nodes plus one.  The graph head
 is theirs.  Distances start at their INF = 10⁴ and gates use their 10 × INF.
+
+Precision.  The builder computes in float64, the authors' format; ``simulate(..., dtype=torch.float32)`` rounds the
+weights, codes and states to float32 and computes in it, so the code comparison's limit, 1 − cos ε above the unit
+roundoff u (``simulable_nodes``), can be seen move with u.
 """
 from __future__ import annotations
 
@@ -208,7 +215,8 @@ def _scc_layers(temperature: float) -> list[Layer]:
     units = _indicator({"index": 1.0, "next": -1.0, "global": -GATE}, ["is_next"])
     units += _indicator({"index": 1.0, "root": -1.0, "global": -GATE}, ["is_root"])
     units += _indicator({"index": 1.0, "root2": -1.0, "global": -GATE}, ["is_root2"])
-    units += _exists("selected", "top_exists") + _exists("next", "next_exists") + _exists("selected2", "frontier_exists")
+    units += _exists("selected", "top_exists") + _exists("next", "next_exists")
+    units += _exists("selected2", "frontier_exists")
     choose = Layer("choose", (following,), _mlp(units))
 
     units = [({"is_next": 1.0, "top_exists": 1.0}, -1.0, {"visit": 1.0}),
@@ -290,7 +298,7 @@ def _relax_layer() -> Layer:
 
 
 def graph_construction(algorithm: str, *, temperature: float = TEMPERATURE) -> LoopedConstruction:
-    """The looped transformer that runs ``algorithm`` (bfs, dfs or dijkstra), one expanded node per loop, at the
+    """The looped transformer that runs ``algorithm`` (bfs, dfs, dijkstra or scc), one step per loop, at the
     paper's temperature T (the builder's λ = 1/T)."""
     check_choice("algorithm", algorithm, ALGORITHMS)
     check_float("temperature", temperature, 0.0, strict=True)
