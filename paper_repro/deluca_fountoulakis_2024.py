@@ -10,9 +10,10 @@ training and validation sets include graphs with 16 nodes, while the test set co
 as the source code, each step simulated by one or more blocks, lines 11-12 worked out in Section 5; Ã constant and
 X updated every loop until a termination flag; the output decoded from columns of X); and the authors' code,
 opallab/graphalgosimulation (commit ee53a68).  The paper's finite-precision section and its theorem (the statement
-relating the graph size to the precision and δ) could NOT be read in any stored copy (arXiv HTML, ar5iv, PMLR,
-OpenReview, chatpaper, sciencestack and alphaxiv were searched): so the precision claims below test the limit that
-the construction's mechanism implies, with the paper's constants, and say so; they do not quote the theorem.
+relating the graph size to the precision and δ) could NOT be read: the stored arXiv HTML, ar5iv and PMLR copies
+stop before it, chatpaper's summary covers the introduction only, and no OpenReview, sciencestack or alphaxiv copy
+was found; so the precision claims below test the limit that the construction's mechanism implies, with the
+paper's constants, and say so; they do not quote the theorem.
 
 Compared with what was read, the module's settings stand (no number changed): the paper's δ is our ε = 10⁻² (the
 authors' ``ltfs/config.py`` ``eps``), its Ω = 10⁵ our gate (``ifINF`` = 10 INF), T = 10⁻⁷, float64, CLRS-30's
