@@ -1,6 +1,7 @@
 """Model families: ``build_model(name, dim, points, **params)``; ``MODELS`` lists them, installed plugins' too."""
 from __future__ import annotations
 
+from icl_sim.models.attention_unit import AttentionUnit
 from icl_sim.models.base import InContextModel
 from icl_sim.plugins import WithPlugins
 from icl_sim.models.complex_lsa import ComplexCausalLSA
@@ -24,7 +25,7 @@ MODELS = WithPlugins({"lsa": LinearSelfAttention, "gpt": GPT, "looped": LoopedTr
                       "selection-attention": SelectionAttention, "mesa": MesaTransformer,
                       "looped-softmax-ngd": LoopedSoftmaxNGD, "kernel-attention": KernelAttention,
                       "projected-attention": ProjectedAttention, "ttt": TestTimeTraining,
-                      "yz-transformer": YZTransformer},
+                      "yz-transformer": YZTransformer, "attention-unit": AttentionUnit},
                      "models", lambda model: isinstance(model, type) and issubclass(model, InContextModel),
                      "an InContextModel class")
 
