@@ -145,7 +145,89 @@ def test_training_on_the_last_query_sees_the_same_prediction_and_gradients_pass_
 
 @pytest.mark.parametrize("params, named", [(dict(inner="kernel", inner_steps=2), "inner_steps"),
                                            (dict(inner="linear", hidden=8), "hidden"),
+                                           (dict(inner="mlp", mini_batch=4), "mini_batch"),
+                                           (dict(inner="linear", inner_steps=2, mini_batch=4), "mini_batch"),
+                                           (dict(inner="linear", inner_norm=True), "inner_norm"),
+                                           (dict(inner="linear", mini_batch=4, token_lr=1), "token_lr"),
                                            (dict(inner="rnn"), "inner")])
 def test_bad_configurations_name_their_parameter(params, named):
     with pytest.raises(ValueError, match=named):
         build_model("ttt", DIM, POINTS, **params)
+
+
+def _layer_norm_residual_gradient(weights, key, value, fast, bias):
+    """∂/∂(W, b) of ½‖LN(W k + b) γ + β − (v − k)‖²/w, by torch's autograd through ``torch.nn.functional.layer_norm``
+    (not the model's hand-written backward)."""
+    fast, bias = (torch.tensor(p, requires_grad=True) for p in (fast, bias))
+    inner = fast @ torch.from_numpy(key) + bias
+    normal = torch.nn.functional.layer_norm(inner, inner.shape, torch.from_numpy(weights["norm_weight"]),
+                                            torch.from_numpy(weights["norm_bias"]), eps=1e-6)
+    loss = 0.5 * (normal - torch.from_numpy(value - key)).square().sum() / len(key)
+    return [g.numpy() for g in torch.autograd.grad(loss, (fast, bias))]
+
+
+def _numpy_mini_batch(weights, x, y, size, norm, token_lr):
+    """Mini-batch TTT written out pair by pair: the pairs in order, mini-batches of ``size``; each pair's gradient
+    taken at its mini-batch's start weights and added to a running sum; position i reads the start weights minus the
+    mean of its mini-batch's rate-weighted gradients so far; a mini-batch's end starts the next."""
+    width = weights["key"].shape[0]
+    tokens = np.concatenate([x, y[:, None]], axis=1)
+    keys, values = tokens @ weights["key"].T, tokens @ weights["value"].T
+    queries = np.concatenate([x, np.zeros((POINTS, 1))], axis=1) @ weights["query"].T
+    rates = weights["inner_lr"] * (1 / (1 + np.exp(-(tokens @ weights["rate_weight"] + weights["rate_bias"])))
+                                   if token_lr else np.ones(POINTS))
+    fast = weights["w0"].copy() if norm else np.zeros((width, width))
+    bias = weights["b0"].copy() if norm else np.zeros(width)
+
+    def output(query, fast, bias):
+        inner = fast @ query + bias
+        if not norm:
+            return inner
+        normal = (inner - inner.mean()) / np.sqrt(inner.var() + 1e-6)
+        return query + normal * weights["norm_weight"] + weights["norm_bias"]
+
+    predictions, start_fast, start_bias, sums = [weights["output"] @ output(queries[0], fast, bias)], fast, bias, None
+    for pair in range(POINTS - 1):
+        if pair % size == 0:  # a new mini-batch starts from the weights the last one left
+            start_fast, start_bias = fast, bias
+            sums, seen = [np.zeros_like(fast), np.zeros_like(bias)], 0
+        if norm:
+            gradient = _layer_norm_residual_gradient(weights, keys[pair], values[pair], start_fast, start_bias)
+        else:
+            gradient = [np.outer(start_fast @ keys[pair] - values[pair], keys[pair]) / width, 0.0]
+        sums = [total + rates[pair] * piece for total, piece in zip(sums, gradient)]
+        seen += 1
+        fast, bias = start_fast - sums[0] / seen, start_bias - sums[1] / seen
+        predictions.append(weights["output"] @ output(queries[pair + 1], fast, bias))
+    return np.concatenate(predictions)
+
+
+@pytest.mark.parametrize("size, norm, token_lr", [(1, False, False), (3, False, True), (1, True, False),
+                                                  (4, True, True)])
+def test_mini_batch_ttt_is_the_loop_over_pairs_written_out(size, norm, token_lr):
+    """b = 1 is online GD (each pair's step from the weights the one before left); b = 3, 4 cut the 6 pairs into
+    mini-batches (the last one short when b = 4); with ``inner_norm`` f(k) = k + LN(W k + b) (its gradient by
+    autograd here, by hand in the model)."""
+    model, (xs, ys) = _model(5, inner="linear", mini_batch=size, inner_norm=norm, token_lr=token_lr), _prompt(5)
+    with torch.no_grad():  # away from the start (γ = 1, β = 0, W = 0.02 noise, rate gate at 0), every term exercised
+        for parameter in model.parameters():
+            parameter.add_(0.3 * torch.randn_like(parameter))
+    predictions = model(xs, ys).detach().numpy()
+    for b in range(xs.shape[0]):
+        expected = _numpy_mini_batch(_weights(model), xs[b].numpy(), ys[b].numpy(), size, norm, token_lr)
+        np.testing.assert_allclose(predictions[b], expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("norm", [False, True])
+def test_the_dual_form_is_the_primal_form_and_a_whole_prefix_mini_batch_is_batch_gd(norm):
+    """Sun et al. 2024, Sec. 2.5: the dual form computes the primal form's outputs without the per-pair W_i; with
+    b ≥ N (one mini-batch) and no norm, mini-batch TTT is the one batch-GD step on each prefix, linear attention."""
+    model, (xs, ys) = _model(6, inner="linear", mini_batch=3, inner_norm=norm, token_lr=True), _prompt(6)
+    context = torch.cat([xs, ys[..., None]], dim=-1)
+    views = (context @ model.key.T, context @ model.value.T,
+             torch.cat([xs, torch.zeros_like(ys[..., None])], dim=-1) @ model.query.T,
+             context @ model.rate_weight + model.rate_bias)
+    torch.testing.assert_close(model.mini_batch_outputs(*views, form="primal"),
+                               model.mini_batch_outputs(*views, form="dual"), rtol=0, atol=1e-12)
+    whole, batch = _model(7, inner="linear", mini_batch=POINTS - 1), _model(7, inner="linear")
+    torch.testing.assert_close(whole(xs, ys), batch(xs, ys), rtol=0, atol=1e-14)

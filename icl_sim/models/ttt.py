@@ -35,11 +35,30 @@ step s with GD's step s.  The inner learners (``inner``):
   with nothing to step (``inner_steps`` = 1): softmax attention (the 2024 paper's Thm 2), the ``softmax-attention``
   layer :func:`attention_equivalent` builds.
 
+Mini-batch TTT (``mini_batch`` = b > 0, the 2024 paper's Sec. 2.4-2.5 and ttt-lm-pytorch's ``TTTLinear``), linear
+learner only: one pass over the pairs in order instead of batch GD on each prefix.  The pairs are cut into
+mini-batches of b; every gradient G_s = ∇ℓ(W_m; z_s) of a mini-batch is taken at its start weights W_m, position i
+(pairs m..i−1 of its mini-batch seen) reads W_i = W_m − (1/(i − m)) Σ_{s=m}^{i−1} η_s G_s, and the next mini-batch
+starts from the weights after all b.  The 1/(i − m) is ttt-lm's ``token_idx`` (1/t within a mini-batch, its
+learnable offset not modelled): the step of a mini-batch is its mean gradient, so b = 1 is online GD (W_{s+1} =
+W_s − η_s G_s, one step per pair) and b ≥ N one batch-GD step on each whole prefix, the batch learner above with
+``inner_steps`` = 1 (linear attention).  :meth:`TestTimeTraining.mini_batch_outputs` computes it in the "primal"
+form (every W_i written out) or the "dual" form the model runs (never a W_i: the residuals of the mini-batch at W_m
+times the masked b × b matrix η_s qᵢᵀk_s/(i − m), ttt-lm's ``Attn1``; only each mini-batch's end weights are
+formed), the same function, faster.  Two options of the 2024 paper's TTT-Linear go with it:
+
+* ``inner_norm``: f(k) = k + LN(W k + b) (LayerNorm with learned γ, β, ε = 1e-6, and a residual), the inner loss
+  ½‖LN(W k_s + b) − (v_s − k_s)‖² (ttt-lm's target ``XV − XK``, its ``ln_fused_l2_bwd`` written out here), and the
+  output q + LN(W_i q + b_i); the start W₀ ~ N(0, 0.02²), b₀ = 0 is trained (ttt-lm's ``W1``, ``b1``).  Without it
+  f(k) = W k from W₀ = 0, as the batch learner.
+* ``token_lr``: η_s = η σ(θ_lr·z_s + c), the rate of each pair from its own token (the paper's learnable η(x) =
+  η_base σ(θ_lr·x), ttt-lm's ``get_eta``: θ_lr ~ N(0, 0.02²), c = 0; the division by the head width is the loss's
+  1/w here); without it η_s = η.
+
 The gradients are explicit tensor expressions, so the outer loss differentiates through the inner steps, and
 ``predict`` runs under ``no_grad``.  The projections start N(0, init_scale²/fan-in) (mttt's variance scaling by
-fan-in).  Not modelled: the 2024 paper's online and mini-batch TTT over a sequence (one step per token or per
-mini-batch, with LayerNorm and a residual inside f, and its learned token-dependent η): in-context regression asks
-each position to learn from all the pairs before it, which is mttt's batch GD.
+fan-in).  Not modelled: mini-batch TTT of the MLP learner (ttt-lm's ``TTTMLP``), the 2024 paper's output LayerNorm,
+gate, rotary positions and Mamba backbone around the layer.
 """
 from __future__ import annotations
 
@@ -58,6 +77,9 @@ from icl_sim.validation import check_choice, check_float, check_int
 INNER_LEARNERS = ("linear", "mlp", "kernel")
 #: √(2/π) and the cubic coefficient of the tanh approximation of GELU (ttt-lm-pytorch: approximate="tanh")
 _GELU_SCALE, _GELU_CUBIC = math.sqrt(2 / math.pi), 0.044715
+#: ttt-lm-pytorch's start of the inner weights and of the rate gate, N(0, 0.02²), and its LayerNorm ε
+_START_SCALE, _NORM_EPSILON = 0.02, 1e-6
+MINI_BATCH_FORMS = ("dual", "primal")
 
 
 @dataclass(frozen=True)
@@ -74,6 +96,14 @@ class TTTConfig:
         "help": "initial inner learning rate η, one for every step (mttt: 1)"})
     init_scale: float = field(default=1.0, metadata={
         "help": "the projections θ_K, θ_V, θ_Q, θ_O start N(0, init_scale²/fan-in)"})
+    mini_batch: int = field(default=0, metadata={
+        "help": "inner mini-batch size b of the 2024 paper's mini-batch TTT, one pass over the pairs (linear learner, "
+                "one step per mini-batch; b = 1 online GD); 0: batch GD on each position's whole prefix"})
+    inner_norm: bool = field(default=False, metadata={
+        "help": "mini-batch TTT's inner model f(k) = k + LN(W k + b), W and b started N(0, 0.02²) and 0 and trained "
+                "(ttt-lm-pytorch's TTT-Linear); off: f(k) = W k from W = 0"})
+    token_lr: bool = field(default=False, metadata={
+        "help": "mini-batch TTT's token-dependent rate η(z) = η σ(θ_lr·z + c), θ_lr started N(0, 0.02²), c at 0"})
 
     def __post_init__(self):
         check_choice("inner", self.inner, INNER_LEARNERS)
@@ -87,6 +117,16 @@ class TTTConfig:
             raise ValueError(f"hidden applies only to the mlp learner, got hidden={self.hidden} with {self.inner!r}")
         check_float("inner_lr", self.inner_lr)
         check_float("init_scale", self.init_scale, 0.0)
+        check_int("mini_batch", self.mini_batch, 0)
+        if self.mini_batch and (self.inner != "linear" or self.inner_steps != 1):
+            raise ValueError(f"mini_batch applies to the linear learner with inner_steps=1 (one step per mini-batch), "
+                             f"got mini_batch={self.mini_batch} with inner={self.inner!r}, "
+                             f"inner_steps={self.inner_steps}")
+        for name in ("inner_norm", "token_lr"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")  # noqa: TRY004
+            if getattr(self, name) and not self.mini_batch:
+                raise ValueError(f"{name} applies only to mini-batch TTT (mini_batch > 0)")
 
 
 class TestTimeTraining(InContextModel):
@@ -115,12 +155,23 @@ class TestTimeTraining(InContextModel):
             self.b1 = nn.Parameter(torch.zeros(hidden))
             self.w2 = nn.Parameter(bound * (2 * torch.rand(hidden, width) - 1))
             self.b2 = nn.Parameter(torch.zeros(width))
+        if config.inner_norm:  # ttt-lm-pytorch's TTT-Linear: W1 ~ N(0, 0.02²), b1 = 0, the LayerNorm's γ = 1, β = 0
+            self.w0 = nn.Parameter(_START_SCALE * torch.randn(width, width))
+            self.b0 = nn.Parameter(torch.zeros(width))
+            self.norm_weight = nn.Parameter(torch.ones(width))
+            self.norm_bias = nn.Parameter(torch.zeros(width))
+        if config.token_lr:  # ttt-lm-pytorch's learnable_ttt_lr_weight ~ N(0, 0.02²) and its bias at 0
+            self.rate_weight = nn.Parameter(_START_SCALE * torch.randn(tokens))
+            self.rate_bias = nn.Parameter(torch.zeros(()))
 
     @classmethod
     def activation_floats(cls, dim: int, points: int, config: TTTConfig, target_dim: int = 1) -> int:
         """Per step, the prefix statistics (linear: two w × w per position) or every prefix's hidden activations over
         its points (mlp: N² h, a few times), or the N × N kernel weights."""
         width = config.width or dim + target_dim
+        if config.mini_batch:  # the dual form: per pair residuals, b × b scores, and W at each mini-batch's start
+            mini_batch = min(config.mini_batch, points)
+            return points * (6 * width + mini_batch) + (points // mini_batch + 1) * width ** 2
         if config.inner == "linear":
             return 2 * points * width ** 2 * config.inner_steps
         if config.inner == "mlp":
@@ -152,6 +203,10 @@ class TestTimeTraining(InContextModel):
         if self.config.inner == "kernel":
             scores = torch.einsum("bpw,bjw->bpj", queries, keys)
             return [torch.einsum("bpj,bjw->bpw", prefix_weights(scores, positions), values)]
+        if self.config.mini_batch:  # one pass over the pairs: every position's output, then those asked for
+            every = torch.cat([xs, torch.zeros_like(labels)], dim=-1) @ self.query.T
+            logits = context @ self.rate_weight + self.rate_bias if self.config.token_lr else None
+            return [self.mini_batch_outputs(keys, values, every, logits)[:, positions]]
         before = torch.arange(xs.shape[1], device=xs.device)[None, :] < positions[:, None]  # (P, N)
         # the inner loss's weights 1/(i w) on the points j < i of position i's prefix
         weights = before.to(xs.dtype) / (positions.clamp(min=1)[:, None].to(xs.dtype) * self.width)
@@ -192,9 +247,80 @@ class TestTimeTraining(InContextModel):
                            + b2)
         return outputs
 
+    def mini_batch_outputs(self, keys: torch.Tensor, values: torch.Tensor, queries: torch.Tensor,
+                           rate_logits: torch.Tensor | None = None, form: str = "dual") -> torch.Tensor:
+        """Mini-batch TTT over the pairs, f(q_i; W_i) (B, N, w) at every position i: one pass, the pairs cut into
+        mini-batches of b in order; within a mini-batch every gradient is taken at its start weights W_m, and position
+        i (the pairs m..i−1 of its mini-batch seen) reads W_i = W_m − (1/(i − m)) Σ_{s=m}^{i−1} η_s ∇ℓ(W_m; z_s), the
+        next mini-batch starting from the weights after all b (ttt-lm-pytorch ``TTTLinear.ttt``: ``token_idx`` 1/t,
+        ``eta`` the source token's rate).  ``form`` "primal" writes every W_i out (a w × w gradient per pair),
+        "dual" never does (the 2024 paper's dual form: the residuals times a masked b × b matrix of qᵢᵀk_s, as
+        ``compute_mini_batch``'s ``Attn1``); the two are the same function.  ``rate_logits`` (B, N): θ_lr·z_s + c
+        (η_s = η σ(·)), or None for η_s = η."""
+        check_choice("form", form, MINI_BATCH_FORMS)
+        batch, points, width = keys.shape
+        norm, size = self.config.inner_norm, self.config.mini_batch
+        rates = self.inner_lr.expand(batch, points) if rate_logits is None else self.inner_lr * torch.sigmoid(
+            rate_logits)
+        # position i's weight η_s/((i − m) w) on pair s, m ≤ s < i, m the start of the mini-batch of pair i − 1
+        index = torch.arange(points, device=keys.device)
+        start = torch.div((index - 1).clamp(min=0), size, rounding_mode="floor") * size
+        reads = (index[None, :] >= start[:, None]) & (index[None, :] < index[:, None])  # (N, N), row 0 empty
+        seen = (index - start).clamp(min=1).to(keys.dtype)
+        weights = rates[:, None, :] * (reads.to(keys.dtype) / (seen[:, None] * width))  # (B, N, N)
+        if form == "dual":
+            scaled = weights * (torch.einsum("bik,bsk->bis", queries, keys) + (1.0 if norm else 0.0))
+        fast = (self.w0 if norm else keys.new_zeros(width, width)).expand(batch, width, width)
+        bias = (self.b0 if norm else keys.new_zeros(width)).expand(batch, width)
+        outputs = [torch.einsum("bvk,bk->bv", fast, queries[:, 0])[:, None] + bias[:, None]]
+        for first in range(0, points - 1, size):
+            last = min(first + size, points - 1)
+            pairs, rows = slice(first, last), slice(first + 1, last + 1)  # the mini-batch's pairs and positions
+            key, query = keys[:, pairs], queries[:, rows]
+            # ∂ℓ/∂(W k_s + b) of each pair at the start weights W_m (B, b, w)
+            residual = self._residual_gradient(torch.einsum("bvk,bsk->bsv", fast, key) + bias[:, None], key,
+                                               values[:, pairs])
+            if form == "dual":
+                outputs.append(torch.einsum("bvk,brk->brv", fast, query) + bias[:, None]
+                               - scaled[:, rows, pairs] @ residual)
+            else:
+                gradients = torch.einsum("bsv,bsk->bsvk", residual, key)  # ∇_W ℓ(W_m; z_s), one per pair
+                fasts = fast[:, None] - torch.einsum("brs,bsvk->brvk", weights[:, rows, pairs], gradients)
+                biases = bias[:, None] - (weights[:, rows, pairs] @ residual if norm else 0.0)
+                outputs.append(torch.einsum("brvk,brk->brv", fasts, query) + biases)  # W_i q_i + b_i
+            update = weights[:, last, pairs]  # the mini-batch's last position's weights: its step
+            fast = fast - torch.einsum("bs,bsv,bsk->bvk", update, residual, key)
+            if norm:
+                bias = bias - torch.einsum("bs,bsv->bv", update, residual)
+        return self._inner_output(queries, torch.cat(outputs, dim=1))
+
+    def _residual_gradient(self, inner: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """∂/∂z of ½‖g(z) − t‖² at z = W k_s + b: g the identity and t = v_s, or (``inner_norm``) g the LayerNorm
+        and t = v_s − k_s, so that f(k) = k + LN(z) reconstructs v_s (ttt-lm-pytorch's ``ln_fused_l2_bwd``)."""
+        if not self.config.inner_norm:
+            return inner - values
+        centred = inner - inner.mean(dim=-1, keepdim=True)
+        deviation = (centred.square().mean(dim=-1, keepdim=True) + _NORM_EPSILON).sqrt()
+        normal = centred / deviation
+        upstream = (self.norm_weight * normal + self.norm_bias - (values - keys)) * self.norm_weight
+        return (upstream - upstream.mean(dim=-1, keepdim=True)
+                - normal * (upstream * normal).mean(dim=-1, keepdim=True)) / deviation
+
+    def _inner_output(self, queries: torch.Tensor, inner: torch.Tensor) -> torch.Tensor:
+        """f(q) from z = W q + b: z itself, or q + LN(z) (``inner_norm``)."""
+        if not self.config.inner_norm:
+            return inner
+        return queries + self.norm_weight * layer_norm(inner) + self.norm_bias
+
     def _readout(self, output: torch.Tensor) -> torch.Tensor:
         prediction = output @ self.output.T
         return prediction.squeeze(-1) if self.target_dim == 1 else prediction
+
+
+def layer_norm(z: torch.Tensor) -> torch.Tensor:
+    """(z − mean)/√(var + ε) over the last axis (the biased variance, ttt-lm-pytorch's ``ln_fwd``), no affine."""
+    centred = z - z.mean(dim=-1, keepdim=True)
+    return centred / (centred.square().mean(dim=-1, keepdim=True) + _NORM_EPSILON).sqrt()
 
 
 def gelu(z: torch.Tensor) -> torch.Tensor:
