@@ -371,7 +371,8 @@ MODEL_VARIANTS = {
     "complex-lsa": [dict(init_noise=0.1)],  # the paper's start is deterministic: noise makes it seeded
     "selection-attention": [dict(parameterization=name) for name in ("W", "KQ")] + [dict(head="relu")],
     "mesa": [dict(layers=2, heads=2, key_size=3, attention=attention) for attention in ("mesa", "linear", "softmax")],
-    "ttt": [dict(inner="linear", inner_steps=2), dict(inner="mlp", inner_steps=2), dict(inner="kernel")],
+    "ttt": [dict(inner="linear", inner_steps=2), dict(inner="mlp", inner_steps=2), dict(inner="kernel"),
+            dict(inner="linear", mini_batch=3, inner_norm=True, token_lr=True)],
     "projected-attention": [{}, dict(activation="linear"), dict(rank=1, feedforward=8)],
 }
 MODEL_TASKS = {"looped-lsa-ln": ("pca", dict(dim=4, points=7)),
