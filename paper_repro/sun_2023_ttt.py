@@ -3,7 +3,9 @@ RNNs with expressive hidden states" (arXiv 2407.04620, 2024): a layer whose stat
 descent on each input's own tokens (test-time training, TTT).  With a linear inner model one GD step from W₀ = 0 is
 linear attention, and the Nadaraya–Watson kernel estimator is softmax attention (2023, Sec. 4; 2024, Thm 1 and 2);
 an MLP inner model does better than the linear one where the data are not linear (2023: MTTT-MLP above MTTT-Linear
-and linear attention on ImageNet; 2024: TTT-MLP's larger potential).
+and linear attention on ImageNet; 2024: TTT-MLP's larger potential); and mini-batch TTT (2024, Sec. 2.4), one pass
+over the sequence in mini-batches of b tokens, each mini-batch's gradients at the weights the one before left,
+predicts better the smaller b (b = 1 online GD, b = N one batch-GD step).
 
 What was read: the abstracts and summaries of both papers (their full texts were not among the stored pages), and
 the authors' code in full: test-time-training/mttt ``inner_loop.py`` (``TTTLayer``: the inner loss ½·mean of the
@@ -16,18 +18,36 @@ linear attention with the constant normaliser), and test-time-training/ttt-lm-py
 learned rate).  The layer is icl-sim's ``ttt`` model (``icl_sim/models/ttt.py``, which says what it keeps and
 leaves out of each).
 
+Read for the 2024 paper's mini-batch TTT (issue 42, a second session): its full text is still not readable here
+(the stored arXiv HTML page holds the abstract, Fig. 1 and the start of Sec. 1; no ar5iv copy), nor the 2023
+paper's body; third-party summaries state the parts used: mini-batch TTT and the dual form are how the layer is made
+fast, the mini-batch size b trades speed for quality (a smaller b better), and the linear learner with batch GD is
+linear attention.  Read in full for the exact rules: ttt-lm-pytorch ``ttt.py`` (``TTTBase.get_eta``: η_s =
+``ttt_base_lr`` σ(θ_lr·x_s + c)/head width times ``token_idx`` 1/t within the mini-batch; ``TTTLinear.ttt``'s
+``compute_mini_batch``: gradients at the mini-batch's start weights ``W1_init``, its dual form (``Attn1 =
+tril(XQ XKᵀ)``, ``Z1_bar``) and primal form (per-token ``grad_W1``, ``W1_bar``), the end weights from the last row
+of η; ``ln_fwd``, ``ln_fused_l2_bwd``: f(x) = x + LN(x W + b) with the target XV − XK; W ~ N(0, 0.02²), b = 0
+trained) and test-time-training/ttt-lm-jax (``ttt/models/model.py``: ``mini_batch_size`` 16 in every
+configuration; ``ttt/README.md``: ``ttt_base_lr`` 1 for TTT-Linear).  The paper's numbers for its b ablation (its
+figure's perplexities) could not be read, so the claim below takes the direction only, with the module's margin.
+
 Setting (ours: the papers train on images and text): in-context linear regression, d = 5, N = 20 context points
 and a query (``linear-regression``, 21 points, x ~ N(0, I), w ~ N(0, I), no noise); for the nonlinear link the
 same prompts with y = tanh(wᵀx) (``link="tanh"``; with w ~ N(0, I) the argument has variance 5, so tanh is far
 from linear: no predictor linear in the query gets below 0.107 of E y² = 0.628, ``linear_floor``).  Tokens are
-(x_j, y_j); the TTT layer reads them through θ_K, θ_V, θ_Q and its output through θ_O.  Five runs per seed:
+(x_j, y_j); the TTT layer reads them through θ_K, θ_V, θ_Q and its output through θ_O.  Seven runs per seed:
 
 * ``ttt-linear-1``: the linear learner, one inner step (MTTT-Linear, ``inner_itr`` 1);
 * ``lsa``: one linear self-attention layer (icl-sim's ``lsa``: merged P, Q, the 1/n normaliser, as mttt's
   constant-normaliser linear attention);
 * ``ttt-linear-4``: the linear learner, four inner steps at one learned rate (mttt's T = 4);
 * ``tanh-linear``, ``tanh-mlp``: the linear and the MLP learner (hidden 4w, GELU, trained start), one inner step,
-  on the tanh link (MTTT-Linear against MTTT-MLP).
+  on the tanh link (MTTT-Linear against MTTT-MLP);
+* ``ttt-linear-b1``, ``ttt-linear-b4``: the linear learner in mini-batch TTT with b = 1 (online GD: 20 steps, one
+  per pair) and b = 4 (5 steps), one pass over the 20 pairs; ``ttt-linear-1`` is b = N = 20 (one step on each whole
+  prefix: mini-batch TTT with b ≥ N is that learner, a test of ``tests/test_ttt.py``).  All three are otherwise the
+  same layer (W₀ = 0, one learned rate, no LayerNorm, no token-dependent rate), so b is the only difference; the
+  paper's LayerNorm + residual and η(x) are in the model (``inner_norm``, ``token_lr``, tested) but in no run here.
 
 All train on the final query's squared error with Adam, gradients clipped to norm 1 and a cosine schedule; the
 measures use held-out prompts, in float64.
@@ -55,6 +75,14 @@ Claims and their thresholds, one value per seed (the bounds fixed when this modu
 * ``mlp-helps`` (2023: MTTT-MLP above MTTT-Linear): on the tanh link, the final-query error of the linear learner
   over the MLP learner's, one inner step each, is at least 1.1 on every seed (the module's margin for "better", as
   ``ahn-2024``'s).  A converged MLP learner that used its hidden layer linearly would give about 1.
+* ``smaller-batch-better`` (2024, Sec. 2.4; the contrast fixed before any verdict run): on every seed the
+  final-query error of b = 4 over that of b = 1 at least 1.1, and of b = N = 20 over that of b = 4 at least 1.1 (the
+  module's margin for "better", as ``mlp-helps``'s), the three runs trained alike and seeing the same 20 pairs once.
+  A converged layer of the wrong mechanism, every pair's gradient taken at one W whatever b (batch GD, linear
+  attention) or mini-batch steps that do not build on the weights the last one left, gives 1 for both ratios; an
+  online learner whose late steps undo the early ones (a rate past stability) gives less.  The dual form is an
+  identity, so it is a sanity check: the primal and the dual form of every trained mini-batch layer agree to 1e-10
+  of the largest output, float64, at every position of the test prompts.
 
 What changed after a run, and why (each before any verdict block; the dev seeds 900-902 were run first):
 
@@ -150,12 +178,24 @@ HELPS = 1.1
 RATES = tuple(round(0.01 * k, 2) for k in range(1, 201))
 #: float64 identities hold to rounding
 IDENTITY_TOLERANCE = 1e-10
+#: the inner mini-batch sizes b trained beside ttt-linear-1 (one batch step on the whole prefix: b = N = 20)
+MINI_BATCHES = (1, 4)
+#: the mini-batch sizes compared, b = N the whole prefix (ttt-linear-1)
+BATCH_SIZES = (*MINI_BATCHES, TASK.points - 1)
+
+
+def batch_run(size: int) -> str:
+    """The run of inner mini-batch ``size``: b = N is ``ttt-linear-1`` (one batch GD step on each whole prefix)."""
+    return "ttt-linear-1" if size == TASK.points - 1 else f"ttt-linear-b{size}"
+
+
 #: the runs: name → (task, ttt or lsa model parameters)
 RUNS = {"ttt-linear-1": (TASK, "ttt", {"inner": "linear", "inner_steps": 1}),
         "lsa": (TASK, "lsa", {"layers": 1}),
         "ttt-linear-4": (TASK, "ttt", {"inner": "linear", "inner_steps": INNER_STEPS}),
         "tanh-linear": (TANH_TASK, "ttt", {"inner": "linear", "inner_steps": 1}),
-        "tanh-mlp": (TANH_TASK, "ttt", {"inner": "mlp", "inner_steps": 1})}
+        "tanh-mlp": (TANH_TASK, "ttt", {"inner": "mlp", "inner_steps": 1}),
+        **{batch_run(size): (TASK, "ttt", {"inner": "linear", "mini_batch": size}) for size in MINI_BATCHES}}
 IDENTITY = "Sun et al. 2024, Thm 1 (linear learner, one batch-GD step from W₀ = 0) and Thm 2 (Nadaraya–Watson)"
 
 CLAIMS = (
@@ -169,6 +209,12 @@ CLAIMS = (
     Claim("mlp-helps", "On a nonlinear link an MLP inner learner predicts better than a linear one",
           "Sun et al. 2023 (MTTT-MLP above MTTT-Linear and linear attention); Sun et al. 2024 (TTT-MLP)",
           runs=("tanh-*",)),
+    Claim("smaller-batch-better", "Mini-batch TTT over one pass of the same pairs: a smaller inner mini-batch b "
+          "(more inner GD steps, each mini-batch's gradients taken at the weights the one before left) predicts "
+          f"better, b = {MINI_BATCHES[0]} (online GD) below b = {MINI_BATCHES[1]} below b = N (one batch GD step)",
+          "Sun et al. 2024, Sec. 2.4 (mini-batch TTT and its ablation on b: smaller b, lower perplexity; b = 16 "
+          "chosen for speed); test-time-training/ttt-lm-pytorch ttt.py (TTTLinear.ttt, get_eta)",
+          runs=("ttt-linear-1", "ttt-linear-b*")),
 )
 
 
@@ -272,6 +318,21 @@ def _identity_gaps(model: TestTimeTraining, prompt) -> dict[str, float]:
     return gaps
 
 
+def _dual_gap(model: TestTimeTraining, prompt) -> float:
+    """The largest |f_primal − f_dual| over every position and coordinate of ``prompt``, over the largest |f_primal|:
+    mini-batch TTT written with every W_i against its dual form, the same function (Sun et al. 2024, Sec. 2.5),
+    float64 (relative, since an untrained online learner's outputs grow without bound)."""
+    model = copy.deepcopy(model).double().eval()
+    xs, ys = prompt.xs.double(), prompt.ys.double()
+    context = torch.cat([xs, ys[..., None]], dim=-1)
+    keys, values = context @ model.key.T, context @ model.value.T
+    queries = torch.cat([xs, torch.zeros_like(ys[..., None])], dim=-1) @ model.query.T
+    logits = context @ model.rate_weight + model.rate_bias if model.config.token_lr else None
+    with torch.no_grad():
+        primal, dual = (model.mini_batch_outputs(keys, values, queries, logits, form) for form in ("primal", "dual"))
+    return float((primal - dual).abs().max() / primal.abs().max())
+
+
 def measure(measurement) -> dict:
     settings = measurement.settings
     test = measurement.prompts(TASK, "test", settings.test_prompts)
@@ -282,7 +343,7 @@ def measure(measurement) -> dict:
                 for step in range(1, INNER_STEPS + 1)]
     gd_loss = float((gd_steps[-1] - test.ys[:, -1]).square().mean())
     models = measurement.models
-    rows, curves = [], {name: [] for name in ("ttt-linear-1", "lsa", "tanh-linear", "tanh-mlp")}
+    rows, curves = [], {name: [] for name in ("lsa", "tanh-linear", "tanh-mlp", *map(batch_run, BATCH_SIZES))}
     for seed in range(len(models["lsa"])):
         ttt, lsa = models["ttt-linear-1"][seed], models["lsa"][seed]
         with torch.no_grad():
@@ -298,6 +359,12 @@ def measure(measurement) -> dict:
             values[f"distance_step_{step}"] = _relative_distance(ours, theirs)
         values["largest_step_distance"] = max(values[f"distance_step_{s}"] for s in range(1, INNER_STEPS + 1))
         values["loss_gap_4"] = abs(values["loss_ttt_4"] / gd_loss - 1)
+        batch_errors = {size: float(_final_errors(copy.deepcopy(models[batch_run(size)][seed]).double(), test).mean())
+                        for size in BATCH_SIZES}
+        values.update({f"loss_b{size}": error for size, error in batch_errors.items()})
+        for small, large in zip(BATCH_SIZES, BATCH_SIZES[1:]):
+            values[f"batch_gain_{large}_{small}"] = batch_errors[large] / batch_errors[small]
+        values["identity_gap_dual"] = max(_dual_gap(models[batch_run(size)][seed], test) for size in MINI_BATCHES)
         linear_error, mlp_error = (float(_final_errors(models[name][seed], tanh_test).mean())
                                    for name in ("tanh-linear", "tanh-mlp"))
         values.update(loss_tanh_linear=linear_error, loss_tanh_mlp=mlp_error, mlp_gain=linear_error / mlp_error)
@@ -327,19 +394,29 @@ def checks(results: dict, settings: Settings) -> list[Check]:
         claim_check("mlp-helps", "tanh link: final-query error of the linear learner over the MLP learner's", HELPS,
                     seed_values(rows, "mlp_gain"), relation="at_least", every_seed=True,
                     source="Sun et al. 2023 (MTTT-MLP above MTTT-Linear); the margin is the module's"),
+        *(claim_check("smaller-batch-better", f"final-query error of mini-batch b = {large} over b = {small}, one "
+                      f"pass over the {TASK.points - 1} pairs", HELPS, seed_values(rows, f"batch_gain_{large}_{small}"),
+                      relation="at_least", every_seed=True,
+                      source="Sun et al. 2024, Sec. 2.4 (smaller b, lower perplexity); the margin is the module's")
+          for small, large in zip(BATCH_SIZES, BATCH_SIZES[1:])),
         exact("largest |ŷ_TTT − ŷ_LSA| over seeds, prompts and positions: ttt-linear-1 against the lsa layer built "
               "from its weights (float64)", 0.0, max(seed_values(rows, "identity_gap_linear")),
               tolerance=IDENTITY_TOLERANCE, source=IDENTITY),
         exact("largest |ŷ_NW − ŷ_softmax| over seeds, prompts and positions: the kernel learner with ttt-linear-1's "
               "projections against the softmax-attention layer built from them (float64)", 0.0,
               max(seed_values(rows, "identity_gap_kernel")), tolerance=IDENTITY_TOLERANCE, source=IDENTITY),
+        exact(f"largest |f_primal − f_dual| / largest |f_primal| over seeds, prompts, positions and coordinates: the "
+              f"trained mini-batch layers (b = {', '.join(map(str, MINI_BATCHES))}) in the primal and the dual form "
+              "(float64)", 0.0,
+              max(seed_values(rows, "identity_gap_dual")), tolerance=IDENTITY_TOLERANCE,
+              source="Sun et al. 2024, Sec. 2.5 (the dual form); ttt-lm-pytorch ttt.py (use_dual_form)"),
     ]
 
 
 def figure(results: dict, settings: Settings) -> list[Panel]:
     """Error against context length for ttt-linear-1 and lsa (they overlay); each inner step's distance to GD's
     step and both losses; error against context length for the linear and MLP learners on the tanh link, with the
-    floor of any predictor linear in the query."""
+    floor of any predictor linear in the query; error against context length for each inner mini-batch size."""
     rows, curves = results["rows"], results["curves"]
     positions = list(range(len(curves["lsa"][0])))
     steps = list(range(1, INNER_STEPS + 1))
@@ -361,17 +438,22 @@ def figure(results: dict, settings: Settings) -> list[Panel]:
               baseline=True),
         Curve("E y²", [positions[0], positions[-1]], [results["tanh_second_moment"]] * 2, baseline=True)],
         yscale="log", title="y = tanh(wᵀx): MLP against linear learner")
-    return [same, gd, tanh]
+    batches = Panel("context points before the query", "squared error", [
+        seed_curve(f"TTT, linear learner, mini-batch b = {size}" + (" (= N: one batch step)" if size == BATCH_SIZES[-1]
+                                                                     else ""), positions, curves[batch_run(size)])
+        for size in BATCH_SIZES], yscale="log", title="mini-batch TTT, one pass: smaller b, lower error")
+    return [same, gd, tanh, batches]
 
 
 REPRODUCTION = Reproduction(
     name="sun-2023-ttt",
     paper=PAPER,
     summary="A test-time-training layer on in-context regression: one step of its linear learner is linear "
-            "attention, its k inner steps are k GD steps, and an MLP learner beats the linear one on a tanh link.",
+            "attention, its k inner steps are k GD steps, an MLP learner beats the linear one on a tanh link, and "
+            "mini-batch TTT predicts better the smaller its inner mini-batch.",
     caption="Error against context length of a one-step linear TTT layer and linear attention; each of four inner "
             "steps against GD's step (rate and read-out scale risk-tuned); linear against MLP inner learner on "
-            "y = tanh(wᵀx) (d = 5, N = 20)",
+            "y = tanh(wᵀx); mini-batch TTT with inner mini-batches b = 1, 4, 20 (d = 5, N = 20)",
     claims=CLAIMS,
     scales=SCALES,
     runs=runs,

@@ -23,13 +23,17 @@ SMOKE = sun_2023_ttt.SCALES["smoke"]
 
 def test_runs_are_the_authors_inner_loops():
     """mttt README and config_patch.py: MTTT-Linear (zero start, no bias, one step), MTTT-MLP (mlp_2, one step at
-    inner_lr 1), T = 4 steps; lr 1e-3 at full; icl-sim's one-layer lsa as the linear attention."""
+    inner_lr 1), T = 4 steps; lr 1e-3 at full; icl-sim's one-layer lsa as the linear attention; the 2024 paper's
+    mini-batch TTT of the linear learner at b = 1 and 4 beside ttt-linear-1 (b = N = 20)."""
     full = sun_2023_ttt.runs(sun_2023_ttt.SCALES["full"])
-    assert set(full) == {"ttt-linear-1", "lsa", "ttt-linear-4", "tanh-linear", "tanh-mlp"}
     expected = {"ttt-linear-1": ("ttt", {"inner": "linear", "inner_steps": 1}), "lsa": ("lsa", {"layers": 1}),
                 "ttt-linear-4": ("ttt", {"inner": "linear", "inner_steps": 4}),
                 "tanh-linear": ("ttt", {"inner": "linear", "inner_steps": 1}),
-                "tanh-mlp": ("ttt", {"inner": "mlp", "inner_steps": 1})}
+                "tanh-mlp": ("ttt", {"inner": "mlp", "inner_steps": 1}),
+                "ttt-linear-b1": ("ttt", {"inner": "linear", "mini_batch": 1}),
+                "ttt-linear-b4": ("ttt", {"inner": "linear", "mini_batch": 4})}
+    assert set(full) == set(expected)
+    assert sun_2023_ttt.BATCH_SIZES == (1, 4, 20) and sun_2023_ttt.batch_run(20) == "ttt-linear-1"
     for name, config in full.items():
         assert (config.model, dict(config.model_params)) == expected[name]
         assert (config.lr, config.loss_on, config.task_params["dim"], config.task_params["points"]) == (
@@ -88,7 +92,12 @@ def test_untrained_measure_equals_an_independent_computation_and_fails_every_cla
         errors = [float(((models[name][0].double()(tanh.xs, tanh.ys)[:, -1] - tanh.ys[:, -1]) ** 2).mean())
                   for name in ("tanh-linear", "tanh-mlp")]
     assert values["mlp_gain"] == pytest.approx(errors[0] / errors[1], rel=1e-5)
-    assert values["identity_gap_linear"] < 1e-10 and values["identity_gap_kernel"] < 1e-10  # identities, any weights
+    with torch.no_grad():
+        batch = {size: float(((models[name][0].double()(test.xs, test.ys)[:, -1] - test.ys[:, -1]) ** 2).mean())
+                 for size, name in ((1, "ttt-linear-b1"), (4, "ttt-linear-b4"), (20, "ttt-linear-1"))}
+    assert values["batch_gain_4_1"] == pytest.approx(batch[4] / batch[1], rel=1e-9)
+    assert values["batch_gain_20_4"] == pytest.approx(batch[20] / batch[4], rel=1e-9)
+    assert max(values[f"identity_gap_{name}"] for name in ("linear", "kernel", "dual")) < 1e-10  # identities
     checks = sun_2023_ttt.checks(results, SMOKE)
     assert {check.claim for check in checks if check.kind == "claim"} == {claim.id for claim in sun_2023_ttt.CLAIMS}
     assert not any(check.passed for check in checks if check.kind == "claim")
