@@ -14,6 +14,8 @@ from icl_sim.paper_repro import (ahn_2023, ahn_2024, akyurek_2023, bhattamishra_
                                  von_oswald_2023, von_oswald_2023_ablations, von_oswald_2023b, wu_2023, wu_su_2025,
                                  wu_zhang_cao_2026, yadlowsky_2023, yang_2023, ye_2025, zhang_cao_2026,
                                  zhang_frei_bartlett_2023, zheng_2024)
+from icl_sim.paper_repro import fu_guo_2023
+from icl_sim.paper_repro import sanford_hsu_2023
 from icl_sim.paper_repro.rehearsal import RunCost, rehearse
 from icl_sim.paper_repro.runner import run_reproduction as run
 from icl_sim.paper_repro.spec import SCALES, Reproduction
@@ -30,7 +32,8 @@ REPRODUCTIONS: dict[str, Reproduction] = WithPlugins({
                    tarzanagh_2023, zhang_cao_2026, ahn_2024, song_2024, von_oswald_2023b,
                    boyer_boursier_2025,  # issue 24's new papers
                    giannou_2023, deluca_fountoulakis_2024, wu_su_2025, goldwaser_dherin_2025, sun_2023_ttt,
-                   tian_2023, yadlowsky_2023, kajitsuka_sato_2024)  # issue 42's: constructions, in-context learners
+                   tian_2023, yadlowsky_2023, kajitsuka_sato_2024,  # issue 42's: constructions, in-context learners
+                   fu_guo_2023, sanford_hsu_2023)
 
 }, "reproductions", lambda reproduction: isinstance(reproduction, Reproduction), "a Reproduction")
 

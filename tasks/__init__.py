@@ -10,16 +10,19 @@ from icl_sim.tasks.graph_connectivity import GraphConnectivity
 from icl_sim.tasks.graphqa import GraphQAConnectivity
 from icl_sim.tasks.graph_search import GraphSearch
 from icl_sim.tasks.kcm_regression import KCMRegression
+from icl_sim.tasks.key_average import KeyAverage
 from icl_sim.tasks.linear_classification import LinearClassification
 from icl_sim.tasks.linear_classification_ngd import GuidedLinearClassification
 from icl_sim.tasks.linear_map import LinearMap
 from icl_sim.tasks.linear_regression import LinearRegression
+from icl_sim.tasks.matching import Match
 from icl_sim.tasks.memorisation import Memorisation
 from icl_sim.tasks.mixture import Mixture
 from icl_sim.tasks.pca import PCA
 from icl_sim.tasks.relu_network import ReLUNetwork
 from icl_sim.tasks.sequence_class import SequenceClass
 from icl_sim.tasks.sinusoid import Sinusoid
+from icl_sim.tasks.sparse_averaging import SparseAveraging
 from icl_sim.tasks.token_selection import TokenSelection
 
 #: what a plugin's task class must have: the Task protocol's class members (its instances' fields are its own)
@@ -29,7 +32,7 @@ TASKS = WithPlugins({cls.name: cls for cls in (LinearRegression, Autoregressive,
                                                LinearClassification, LinearMap, GraphSearch, GraphQAConnectivity,
                                                TokenSelection, GuidedLinearClassification, KCMRegression,
                                                DeepReluTeacher, Mixture, ReLUNetwork, Sinusoid, SequenceClass,
-                                               Memorisation)},
+                                               Memorisation, KeyAverage, SparseAveraging, Match)},
                     "tasks", lambda task: isinstance(task, type) and all(hasattr(task, m) for m in TASK_MEMBERS),
                     "a task class (the Task protocol: " + ", ".join(TASK_MEMBERS) + ")")
 

@@ -94,6 +94,7 @@ TASK_VARIANTS = {
     ],
     "pca": [dict(dim=3, eigengap=3.0)],
     "linear-classification": [dict(dim=3, points=10, flip=0.1)],
+    "key-average": [dict(keys=3, link=link) for link in ("linear", "quadratic", "cubic")],
 }
 
 

@@ -6,8 +6,10 @@ from .constructions import gd_lsa_weights, gd_plus_plus_lsa_weights
 from .formulas import optimal_preconditioner, optimal_step
 from .lasso import Lasso
 from .network_gd import NetworkGD
+from .random_features import RandomFeatureAttention, RandomFeatureNetwork, fit_ridge, ridge_path
 
 __all__ = ["Averaging", "Baseline", "DiscreteMMSE", "GD", "GDPlusPlus", "StepwiseGDPlusPlus", "StepwiseGD", "KNN",
            "Lasso", "LinearBaseline", "NetworkGD", "Newton", "OLS", "PowerMethod", "PreconditionedGD",
-           "StepwisePreconditionedGD", "RecursiveLeastSquares", "Ridge", "Zero", "gd_lsa_weights",
-           "gd_plus_plus_lsa_weights", "optimal_preconditioner", "optimal_step"]
+           "RandomFeatureAttention", "RandomFeatureNetwork",
+           "StepwisePreconditionedGD", "RecursiveLeastSquares", "Ridge", "Zero", "fit_ridge", "gd_lsa_weights",
+           "gd_plus_plus_lsa_weights", "optimal_preconditioner", "optimal_step", "ridge_path"]
