@@ -78,6 +78,59 @@ def test_random_initialisation_is_seeded_and_keeps_the_architecture():
     assert other.temperature == model.temperature and model.with_temperature(7.0).temperature == 7.0
 
 
+def test_dtype_option_rounds_weights_once_and_computes_in_that_format():
+    """``dtype=``: float64 by default and untouched; float32 rounds every weight once, computes in float32 (close to
+    the numpy loop on the rounded weights at float32's tolerance), and keeps the format through ``random``,
+    ``with_temperature`` and ``to``."""
+    model = _random_construction()
+    assert model.dtype == torch.float64 and model.to(torch.float64).layers[0] is model.layers[0]
+    single = model.to(torch.float32)
+    assert single.dtype == torch.float32 and single.weights().keys() == model.weights().keys()
+    for name, tensor in single.weights().items():
+        assert tensor.dtype == torch.float32 and torch.equal(tensor, model.weights()[name].to(torch.float32))
+        assert model.weights()[name].dtype == torch.float64  # the float64 construction is not changed
+    assert torch.equal(single.to(torch.float64).weights()["one.mlp.w1"], single.weights()["one.mlp.w1"].double())
+    built = LoopedConstruction(STREAM, model.layers, 2.0, dtype=torch.float32)
+    assert all(torch.equal(tensor, single.weights()[name]) for name, tensor in built.weights().items())
+    generator = torch.Generator().manual_seed(1)
+    start = torch.randn(2, 6, STREAM.width, generator=generator, dtype=torch.float64)
+    adjacency = (torch.rand(2, 6, 6, generator=generator) < 0.4).to(torch.float64)
+    states = single.run(start, 3, adjacency=adjacency)
+    assert [state.dtype for state in states] == [torch.float32] * 3
+    for batch in range(2):
+        x = start[batch].to(torch.float32).double().numpy().T
+        for loop in range(3):
+            x = _numpy_loop(x, [layer.to(torch.float64) for layer in single.layers], 2.0,
+                            {"adjacency": adjacency[batch].numpy()})
+            np.testing.assert_allclose(states[loop][batch].double().numpy().T, x, rtol=1e-5, atol=1e-5)
+    assert single.random(torch.Generator().manual_seed(5)).dtype == torch.float32
+    assert single.with_temperature(7.0).dtype == torch.float32
+    assert STREAM.zeros(1, 2, dtype=torch.float32).dtype == torch.float32
+    for bad in (torch.int64, "float32", torch.complex64):
+        with pytest.raises(ValueError, match="dtype"):
+            model.to(bad)
+
+
+def test_float32_loses_a_score_gap_below_its_roundoff_that_float64_resolves():
+    """Keys 1 + 10⁻⁹ i (i = 0..7) against query 1 at λ = 10¹¹: float64 scores differ by 100 per key and the head
+    reads the last key's value 7 (next weight e⁻¹⁰⁰); in float32 every key rounds to 1 (10⁻⁹ < u = 6·10⁻⁸), the
+    weights are uniform and the head reads the mean 3.5 exactly."""
+    stream = Stream([("one", 1), ("key", 1), ("src", 1), ("dst", 1)])
+    head = AttentionHead.zeros(stream, 1)
+    head.query[0, stream.column("one")] = 1.0
+    head.key[0, stream.column("key")] = 1.0
+    head.value[stream.column("dst"), stream.column("src")] = 1.0
+    model = LoopedConstruction(stream, [Layer("read", (head,))], 1e11)
+    start = stream.zeros(1, 8)
+    start[0, :, stream.column("one")] = 1.0
+    start[0, :, stream.column("key")] = 1.0 + 1e-9 * torch.arange(8, dtype=torch.float64)
+    start[0, :, stream.column("src")] = torch.arange(8, dtype=torch.float64)
+    (double,) = model.run(start, 1)
+    (single,) = model.to(torch.float32).run(start, 1)
+    assert abs(float(double[0, 0, stream.column("dst")]) - 7.0) < 1e-12
+    assert float(single[0, 0, stream.column("dst")]) == 3.5
+
+
 def test_the_docstring_read_copies_the_pointed_token():
     stream = Stream([("src", 1), ("dst", 1), ("ptr", 3), ("pos", 3)])
     head = AttentionHead.zeros(stream, 3)

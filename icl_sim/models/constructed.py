@@ -1,5 +1,6 @@
 """Constructed looped transformers: frozen, hand-weighted blocks over a residual stream with named columns, run in
-float64 and checked loop by loop against the algorithm they encode.
+float64 (or another floating-point format, to see where precision limits a construction) and checked loop by loop
+against the algorithm they encode.
 
 A construction (Giannou et al. 2023, "Looped transformers as programmable computers"; de Luca & Fountoulakis 2024,
 "Simulation of graph algorithms with looped transformers") writes every weight matrix of a transformer by hand so
@@ -8,7 +9,7 @@ This module holds what every such construction shares; a new one fits in a page:
 
 * ``Stream``: the residual stream's features as named column ranges, ``Stream([("mem", 8), ("pc", 5), ...])``;
   ``stream["pc"]`` is the slice of those columns, so weights are written as ``W[stream["buf"], stream["mem"]]``.
-  A state is a float64 tensor (B, n, d): B instances, n tokens, d = ``stream.width`` features.
+  A state is a tensor (B, n, d) in the construction's dtype: B instances, n tokens, d = ``stream.width`` features.
 * blocks, each returning the update it adds to the state (residual connections are the layer's):
 
   - ``AttentionHead(query, key, value)``: q_j = Q x_j, k_i = K x_i (Q, K: (r, d)), weights
@@ -20,11 +21,20 @@ This module holds what every such construction shares; a new one fits in a page:
   - ``ReLUMLP(w1, b1, w2, b2)``: update = W₂ ReLU(W₁ x + b₁) + b₂ per token (W₁: (h, d), W₂: (d, h)); a bias
     that only some tokens may receive is a weight on an indicator feature of those tokens.
 
-  Each has ``zeros(stream, size)`` to start from and a ``shapes`` / ``random`` pair (below).
+  Each has ``zeros(stream, size)`` to start from, ``random(generator)`` (below) and ``to(dtype)``: the block
+  with its weights rounded to ``dtype`` (itself when they already are).  Blocks are written in float64; a block
+  of another module (a graph head, a ReLU attention head) needs the same four: ``width``, ``__call__(state,
+  temperature, context)``, ``random`` and ``to``.
 * ``Layer(name, heads, mlp)``: x ← x + Σ_h head_h(x), then x ← x + mlp(x) (Giannou et al., eq. 1; either part
-  may be absent).  ``LoopedConstruction(stream, layers, temperature)`` applies its layers in order once per
-  loop: ``run(state, loops, **context)`` returns the state after each loop, ``layer_states`` the state after each
-  layer of one loop (to debug a construction block by block).
+  may be absent).  ``LoopedConstruction(stream, layers, temperature, dtype=torch.float64)`` applies its layers
+  in order once per loop: ``run(state, loops, **context)`` returns the state after each loop, ``layer_states`` the
+  state after each layer of one loop (to debug a construction block by block).
+* precision: a construction computes in its ``dtype``, float64 by default (the constructions' authors' format).
+  ``LoopedConstruction(..., dtype=torch.float32)`` or ``construction.to(torch.float32)`` rounds every weight to
+  float32 once, and ``run`` rounds the input state to it and computes every step in it, so a construction's
+  finite-precision limit (a code comparison whose gap falls under the unit roundoff) can be seen move with the
+  format.  The hard-attention tie tolerance is float64's; ``binary_code`` and ``Stream.zeros`` give float64 unless
+  told otherwise, and ``run`` rounds what it is given.
 * the exact-state measure: ``read_binary_code`` decodes the ±1 binary codes such constructions keep their
   integers in (``binary_code`` encodes them: MSB first, bit 1 ↦ +1, 0 ↦ −1; two's complement when ``signed``)
   and reports whether every entry rounds to ±1; ``matching_loops(states, decode, expected)`` compares a decoded
@@ -54,6 +64,7 @@ query's "ptr" into its "dst" (a read, Giannou et al. Lemma 1's pattern)::
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from typing import Callable, Mapping, Sequence
@@ -64,6 +75,7 @@ from icl_sim.validation import check_float, check_int
 
 #: hard attention (λ = inf) splits its weight over the keys whose score is within this of the best one
 TIE_TOLERANCE = 1e-9
+#: the default format of weights and states (a construction's ``dtype``)
 DTYPE = torch.float64
 
 
@@ -107,12 +119,33 @@ class Stream:
         check_int("index", index, 0, self.size(name) - 1, maximum_name=f"the width of {name!r} minus 1")
         return self[name].start + index
 
-    def zeros(self, batch: int, tokens: int, *, device=None) -> torch.Tensor:
-        """An all-zero state (batch, tokens, width) in float64."""
-        return torch.zeros(batch, tokens, self.width, dtype=DTYPE, device=device)
+    def zeros(self, batch: int, tokens: int, *, device=None, dtype: torch.dtype = DTYPE) -> torch.Tensor:
+        """An all-zero state (batch, tokens, width), float64 unless ``dtype`` says otherwise."""
+        return torch.zeros(batch, tokens, self.width, dtype=_check_dtype(dtype), device=device)
 
     def __repr__(self) -> str:
         return "Stream([" + ", ".join(f"({name!r}, {self.size(name)})" for name in self._slices) + "])"
+
+
+def _check_dtype(dtype) -> torch.dtype:
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point and not dtype.is_complex):
+        raise ValueError(f"dtype must be a real floating-point torch dtype (torch.float64, torch.float32, ...), "
+                         f"got {dtype!r}")
+    return dtype
+
+
+def _converted(block, dtype: torch.dtype):
+    """``block`` (a dataclass) itself when every tensor field already has ``dtype``, else a shallow copy with those
+    fields rounded to ``dtype`` (a copy keeps the block's class; its other fields are shared)."""
+    dtype = _check_dtype(dtype)
+    tensors = {field.name: getattr(block, field.name) for field in dataclasses.fields(block)
+               if isinstance(getattr(block, field.name), torch.Tensor)}
+    if all(tensor.dtype == dtype for tensor in tensors.values()):
+        return block
+    block = copy.copy(block)
+    for name, tensor in tensors.items():
+        setattr(block, name, tensor.to(dtype))
+    return block
 
 
 def _uniform(shape, fan_in: int, generator: torch.Generator) -> torch.Tensor:
@@ -173,6 +206,10 @@ class AttentionHead:
         return AttentionHead(_uniform(self.query.shape, width, generator), _uniform(self.key.shape, width, generator),
                              _uniform(self.value.shape, width, generator))
 
+    def to(self, dtype: torch.dtype) -> "AttentionHead":
+        """The head with its weights rounded to ``dtype`` (itself when they already are)."""
+        return _converted(self, dtype)
+
     def weights(self, state: torch.Tensor, temperature: float) -> torch.Tensor:
         """The attention weights (B, n, n): row j (query token) over columns i (key tokens)."""
         scores = (state @ self.query.T) @ (state @ self.key.T).transpose(-1, -2)
@@ -205,6 +242,10 @@ class ContextHead:
 
     def random(self, generator: torch.Generator) -> "ContextHead":
         return ContextHead(self.name, _uniform(self.value.shape, self.value.shape[0], generator))
+
+    def to(self, dtype: torch.dtype) -> "ContextHead":
+        """The head with its value matrix rounded to ``dtype`` (itself when it already is)."""
+        return _converted(self, dtype)
 
     def __call__(self, state: torch.Tensor, temperature: float, context: Mapping[str, torch.Tensor]) -> torch.Tensor:
         if self.name not in context:
@@ -252,6 +293,10 @@ class ReLUMLP:
         return ReLUMLP(_uniform(self.w1.shape, width, generator), _uniform(self.b1.shape, width, generator),
                        _uniform(self.w2.shape, hidden, generator), _uniform(self.b2.shape, hidden, generator))
 
+    def to(self, dtype: torch.dtype) -> "ReLUMLP":
+        """The MLP with its weights and biases rounded to ``dtype`` (itself when they already are)."""
+        return _converted(self, dtype)
+
     def __call__(self, state: torch.Tensor) -> torch.Tensor:
         return torch.relu(state @ self.w1.T + self.b1) @ self.w2.T + self.b2
 
@@ -276,6 +321,14 @@ class Layer:
         return Layer(self.name, tuple(head.random(generator) for head in self.heads),
                      None if self.mlp is None else self.mlp.random(generator))
 
+    def to(self, dtype: torch.dtype) -> "Layer":
+        """The layer with every block's weights rounded to ``dtype`` (itself when they already are)."""
+        heads = tuple(head.to(dtype) for head in self.heads)
+        mlp = None if self.mlp is None else self.mlp.to(dtype)
+        if mlp is self.mlp and all(new is old for new, old in zip(heads, self.heads)):
+            return self
+        return Layer(self.name, heads, mlp)
+
     def __call__(self, state: torch.Tensor, temperature: float, context: Mapping[str, torch.Tensor]) -> torch.Tensor:
         if self.heads:
             state = state + sum(head(state, temperature, context) for head in self.heads)
@@ -286,10 +339,12 @@ class Layer:
 
 class LoopedConstruction:
     """A frozen looped transformer: ``layers`` applied in order once per loop, attention at temperature λ
-    (``temperature``; ``math.inf``: hard attention), over the residual ``stream``, in float64."""
+    (``temperature``; ``math.inf``: hard attention), over the residual ``stream``, computed in ``dtype`` (float64
+    by default; the layers' weights are rounded to it once, here)."""
 
-    def __init__(self, stream: Stream, layers: Sequence[Layer], temperature: float):
-        self.stream, self.layers = stream, list(layers)
+    def __init__(self, stream: Stream, layers: Sequence[Layer], temperature: float, *, dtype: torch.dtype = DTYPE):
+        self.dtype = _check_dtype(dtype)
+        self.stream, self.layers = stream, [layer.to(dtype) for layer in layers]
         if not self.layers:
             raise ValueError("a construction needs at least one layer")
         names = [layer.name for layer in self.layers]
@@ -306,13 +361,20 @@ class LoopedConstruction:
                                  f"{stream.width}")
 
     def with_temperature(self, temperature: float) -> "LoopedConstruction":
-        """The same weights at another softmax temperature λ."""
-        return LoopedConstruction(self.stream, self.layers, temperature)
+        """The same weights at another softmax temperature λ (in the same dtype)."""
+        return LoopedConstruction(self.stream, self.layers, temperature, dtype=self.dtype)
+
+    def to(self, dtype: torch.dtype) -> "LoopedConstruction":
+        """The same construction computed in ``dtype``: its weights rounded to it (from this construction's own,
+        so float64 → float32 → float64 keeps float32's rounding)."""
+        return LoopedConstruction(self.stream, self.layers, self.temperature, dtype=dtype)
 
     def random(self, generator: torch.Generator) -> "LoopedConstruction":
         """The same architecture (stream, layers, heads, widths, temperature) at a random initialisation: every
-        matrix and bias U(−1/√fan_in, 1/√fan_in), drawn from ``generator`` (the untrained control)."""
-        return LoopedConstruction(self.stream, [layer.random(generator) for layer in self.layers], self.temperature)
+        matrix and bias U(−1/√fan_in, 1/√fan_in), drawn in float64 from ``generator`` (the untrained control) and
+        rounded to the construction's dtype."""
+        return LoopedConstruction(self.stream, [layer.random(generator) for layer in self.layers], self.temperature,
+                                  dtype=self.dtype)
 
     def weights(self) -> dict[str, torch.Tensor]:
         """Every weight by name, ``LAYER.head{h}.query`` ... ``LAYER.mlp.b2``."""
@@ -322,10 +384,11 @@ class LoopedConstruction:
         if not isinstance(state, torch.Tensor) or state.ndim != 3 or state.shape[-1] != self.stream.width:
             shape = tuple(state.shape) if isinstance(state, torch.Tensor) else type(state).__name__
             raise ValueError(f"state must be a tensor (B, n, {self.stream.width}), got {shape}")
-        return state.to(DTYPE)
+        return state.to(self.dtype)
 
     def layer_states(self, state: torch.Tensor, **context) -> list[torch.Tensor]:
-        """The state after each layer of one loop, first to last."""
+        """The state after each layer of one loop, first to last, in the construction's dtype (the input state is
+        rounded to it)."""
         state = self._check_state(state)
         states = []
         for layer in self.layers:
@@ -339,7 +402,8 @@ class LoopedConstruction:
 
     @torch.no_grad()
     def run(self, state: torch.Tensor, loops: int, **context) -> list[torch.Tensor]:
-        """The state after each of ``loops`` loops (the input state is not included)."""
+        """The state after each of ``loops`` loops (the input state is not included), in the construction's dtype
+        (the input state is rounded to it)."""
         check_int("loops", loops, 1)
         states = []
         for _ in range(loops):

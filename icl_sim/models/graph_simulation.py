@@ -1,6 +1,6 @@
 """Looped transformers with graph attention heads that run BFS, DFS, Dijkstra's algorithm and Kosaraju's strongly
-connected components, weights written by hand (de Luca & Fountoulakis 2024, "Simulation of graph algorithms with looped transformers", ICML 2024, arXiv
-2402.01107), built on the shared builder ``icl_sim.models.constructed``.
+connected components, weights written by hand (de Luca & Fountoulakis 2024, "Simulation of graph algorithms with
+looped transformers", ICML 2024, arXiv 2402.01107), built on the shared builder ``icl_sim.models.constructed``.
 
 The architecture (theirs, opallab/graphalgosimulation ``ltfs/common/proto.py``): the tokens are one global row
 (row 0) and one row per node (row v + 1 for node v); besides ordinary softmax heads a layer has *graph heads*,
@@ -36,9 +36,10 @@ with one softmax head over integer priorities (gaps ≥ 10⁻³, scores scaled t
 selected row by its integer index, so our loop count is the number of expanded nodes plus one.  The graph head
 is theirs.  Distances start at their INF = 10⁴ and gates use their 10 × INF.
 
-Precision.  The builder computes in float64, the authors' format; ``simulate(..., dtype=torch.float32)`` rounds the
-weights, codes and states to float32 and computes in it, so the code comparison's limit, 1 − cos ε above the unit
-roundoff u (``simulable_nodes``), can be seen move with u.
+Precision.  The builder computes in float64, the authors' format; ``simulate(..., dtype=torch.float32)`` runs the
+construction in float32 (the builder's ``dtype``: weights, codes and states rounded to float32 and every step
+computed in it), so the code comparison's limit, 1 − cos ε above the unit roundoff u (``simulable_nodes``), can be
+seen move with u.
 """
 from __future__ import annotations
 
@@ -49,8 +50,7 @@ from typing import Mapping
 
 import torch
 
-from icl_sim.models.constructed import (DTYPE, AttentionHead, Layer, LoopedConstruction, ReLUMLP, Stream,
-                                        _uniform)
+from icl_sim.models.constructed import DTYPE, AttentionHead, Layer, LoopedConstruction, ReLUMLP, Stream
 from icl_sim.validation import check_choice, check_float, check_int
 
 ALGORITHMS = ("bfs", "dfs", "dijkstra", "scc")
@@ -110,11 +110,19 @@ class GraphHead:
         return cls(name, head.query, head.key, head.value, transpose)
 
     def random(self, generator: torch.Generator) -> "GraphHead":
-        """The same shapes at a random initialisation (the untrained control)."""
-        width = self.width
-        return GraphHead(self.name, _uniform(self.query.shape, width, generator),
-                         _uniform(self.key.shape, width, generator), _uniform(self.value.shape, width, generator),
-                         self.transpose)
+        """The same shapes at a random initialisation (the untrained control): its attention's."""
+        attention = self.attention.random(generator)
+        return GraphHead(self.name, attention.query, attention.key, attention.value, self.transpose)
+
+    def to(self, dtype: torch.dtype) -> "GraphHead":
+        """The head with its weights rounded to ``dtype`` (itself when they already are)."""
+        attention = self.attention.to(dtype)
+        if attention is self.attention:
+            return self
+        head = copy.copy(self)
+        head.attention = attention
+        head.query, head.key, head.value = attention.query, attention.key, attention.value
+        return head
 
     def __call__(self, state: torch.Tensor, temperature: float, context: Mapping[str, torch.Tensor]) -> torch.Tensor:
         if self.name not in context:
@@ -404,32 +412,6 @@ def decode_scc(state: torch.Tensor) -> dict[str, torch.Tensor]:
     return {**decoded, **{name: value.round().to(torch.long) for name, value in integers.items()}, "valid": valid}
 
 
-def _cast(block, dtype: torch.dtype):
-    """A copy of a head or MLP with its weights in ``dtype`` (the builder's blocks hold float64)."""
-    block = copy.copy(block)
-    for field in dataclasses.fields(block):
-        value = getattr(block, field.name)
-        if isinstance(value, torch.Tensor):
-            setattr(block, field.name, value.to(dtype))
-    if isinstance(block, GraphHead):
-        block.attention = _cast(block.attention, dtype)
-    return block
-
-
-class _InPrecision(LoopedConstruction):
-    """A construction whose weights and states are rounded to ``dtype`` and computed in it (the float32 contrast:
-    the same weights on a machine of another unit roundoff)."""
-
-    def __init__(self, construction: LoopedConstruction, dtype: torch.dtype):
-        layers = [Layer(layer.name, tuple(_cast(head, dtype) for head in layer.heads),
-                        None if layer.mlp is None else _cast(layer.mlp, dtype)) for layer in construction.layers]
-        super().__init__(construction.stream, layers, construction.temperature)
-        self.dtype = dtype
-
-    def _check_state(self, state: torch.Tensor) -> torch.Tensor:
-        return super()._check_state(state).to(self.dtype)
-
-
 def simulate(construction: LoopedConstruction, adjacency: torch.Tensor, source: torch.Tensor, loops: int, *,
              epsilon: float = EPSILON, dtype: torch.dtype = DTYPE) -> list[torch.Tensor]:
     """The states after each of ``loops`` loops of ``construction`` on graphs ``adjacency`` (B, n, n) from
@@ -437,10 +419,8 @@ def simulate(construction: LoopedConstruction, adjacency: torch.Tensor, source: 
     codes and states rounded to it); the states are returned in float64."""
     check_choice("dtype", dtype, PRECISIONS)
     adjacency = torch.as_tensor(adjacency, dtype=DTYPE)
-    if dtype != DTYPE:
-        construction = _InPrecision(construction, dtype)
-    states = construction.run(initial_state(adjacency, source, epsilon=epsilon), loops,
-                              adjacency=padded_adjacency(adjacency))
+    states = construction.to(dtype).run(initial_state(adjacency, source, epsilon=epsilon), loops,
+                                        adjacency=padded_adjacency(adjacency))
     return [state.to(DTYPE) for state in states]
 
 
