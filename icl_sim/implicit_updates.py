@@ -20,8 +20,9 @@ to rounding.
 
 The query is the x token of a point (by default point n, its learned position 2n), the context the n pairs before
 it; "context-free" is that token alone.  :func:`update_trajectory` grows the context one example at a time for
-one query token, Dherin et al.'s implicit learning dynamics W_i = W_{i−1} + (ΔW_i − ΔW_{i−1}); :func:`fine_tuning_gradient` is the explicit
-counterpart, the gradient of the context-free model's squared error on the context's examples.
+one query token, Dherin et al.'s implicit learning dynamics W_i = W_{i−1} + (ΔW_i − ΔW_{i−1});
+:func:`fine_tuning_gradient` is the explicit counterpart, the gradient of the context-free model's squared error
+on the context's examples.
 
 Modern blocks (Goldwaser, Munn, Gonzalvo & Dherin, arXiv 2511.17864; read through its abstract and introduction
 and a third-party audit that quotes its theorems).  Their Thm. 1 (Sec. 3.1): in a Gemma block, RMSNorm before and
@@ -262,9 +263,10 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
 
     def forward(self, x: torch.Tensor, scale: torch.Tensor | None = None) -> torch.Tensor:
-        """``scale`` (B, E), per prompt, replaces the learned one (a patch of it)."""
-        return self.unscaled(x) * (self.weight if scale is None else scale.reshape(scale.shape[0], *[1] * (x.ndim - 2),
-                                                                                   -1))
+        """``scale`` (B, E), per prompt, replaces the learned one (a patch of it) on its tokens x (B, [T,] E)."""
+        if scale is None:
+            return self.unscaled(x) * self.weight
+        return self.unscaled(x) * scale.reshape(scale.shape[0], *[1] * (x.ndim - 2), -1)
 
 
 def _linear(layer: nn.Linear, x: torch.Tensor, change: LowRank | None) -> torch.Tensor:
@@ -303,7 +305,8 @@ class ModernMLP(nn.Module):
         act = _ACTIVATIONS[self.kind]
         if self.kind == "gelu":
             return act(_linear(self.fc, u, changes.get(prefix + "fc")))
-        return act(_linear(self.gate, u, changes.get(prefix + "gate"))) * _linear(self.up, u, changes.get(prefix + "up"))
+        gate = act(_linear(self.gate, u, changes.get(prefix + "gate")))
+        return gate * _linear(self.up, u, changes.get(prefix + "up"))
 
     def gates(self, u: torch.Tensor, changes: dict) -> torch.Tensor:
         """A mixture's expert weights (B, [T,] experts): zero but on the top-k, which sum to one."""
@@ -347,7 +350,9 @@ class ModernBlock(nn.Module):
         norm, mlp, self.layout = MODERN_BLOCKS[kind]
         bias = norm == "layer"  # the RMSNorm families have no biases
         make = (lambda: RMSNorm(width)) if norm == "rms" else (lambda: nn.LayerNorm(width))
-        self.norm_1, self.norm_2 = make(), make()
+        self.norm_1 = make()
+        if self.layout != "parallel":  # a parallel block's attention and MLP read one norm
+            self.norm_2 = make()
         if self.layout == "sandwich":
             self.post_1, self.post_2 = RMSNorm(width), RMSNorm(width)
         self.heads = heads
@@ -430,9 +435,8 @@ def random_modern_stack(kind: str, width: int, generator: torch.Generator, layer
             noise = torch.randn(parameter.shape, generator=generator, dtype=torch.float64)
             if parameter.ndim == 2:
                 parameter.copy_(noise / math.sqrt(parameter.shape[1]))
-            else:
-                parameter.copy_(0.1 * noise + (1.0 if "norm" in name or "post" in name else 0.0)
-                                if "weight" in name else 0.1 * noise)
+            else:  # a vector is a norm's scale (its "weight") or a bias
+                parameter.copy_(0.1 * noise + (1.0 if name.endswith("weight") else 0.0))
     return stack.eval()
 
 

@@ -118,7 +118,8 @@ def _reference(weights, xs, ys, query, slot, layers=2, heads=2):
             normalised = _layer_norm(attended, weights[f"{block}.ln_2.weight"], weights[f"{block}.ln_2.bias"])
             hidden = _gelu((weights[f"{block}.mlp.fc.weight"] + delta) @ normalised + weights[f"{block}.mlp.fc.bias"])
             out_matrix = weights[f"{block}.mlp.proj.weight"] + (output if form == "output" else 0)
-            token = attended + out_matrix @ hidden + weights[f"{block}.mlp.proj.bias"] + (steer if form == "bias" else 0)
+            token = attended + out_matrix @ hidden + weights[f"{block}.mlp.proj.bias"] \
+                + (steer if form == "bias" else 0)
         read = _layer_norm(token, weights["head.ln_f.weight"], weights["head.ln_f.bias"])
         predictions[form] = float(read @ weights["head.read_out.weight"][0] + weights["head.read_out.bias"][0])
     return in_context, patches, predictions
@@ -161,8 +162,9 @@ def test_trajectory_telescopes_and_steps_are_differences(model, prompt):
     weights = _weights(model)
     with torch.no_grad():
         trajectory = update_trajectory(model, xs[:, :-1], ys[:, :-1], xs[:, -1])
-        first = torch.stack([p.first.dense() for p in block_patches(model, xs[:, :1], ys[:, :1], xs[:, -1], CONTEXT)[0]], 1)
-        second = torch.stack([p.first.dense() for p in block_patches(model, xs[:, :2], ys[:, :2], xs[:, -1], CONTEXT)[0]], 1)
+        first, second = (torch.stack([p.first.dense() for p in block_patches(model, xs[:, :count], ys[:, :count],
+                                                                             xs[:, -1], CONTEXT)[0]], 1)
+                         for count in (1, 2))
     for b in range(xs.shape[0]):
         for count in range(1, CONTEXT + 1):
             expected, patches, _ = _reference(weights, xs[b, :count].numpy(), ys[b, :count].numpy(),
@@ -367,8 +369,8 @@ def test_gemma_and_mixtral_patches_are_the_papers_formulas():
                 assert "down" not in dense
                 out = _np_mlp(weights, "blocks.0.mlp", "geglu", u_seen[None])[0]
                 normalised = out / np.sqrt((out ** 2).mean() + 1e-6)
-                np.testing.assert_allclose(patch.scale[b].numpy(), weights["blocks.0.post_2.weight"] + delta / normalised,
-                                           atol=1e-10)
+                scale = weights["blocks.0.post_2.weight"] + delta / normalised
+                np.testing.assert_allclose(patch.scale[b].numpy(), scale, atol=1e-10)
                 continue
             gates = _np_gates(weights, "blocks.0.mlp", u_seen[None])[0]
             for e, gate in enumerate(gates):
