@@ -116,6 +116,18 @@ def test_construction_margin_against_mpmath():
     assert apart.min() >= separation / 2
 
 
+def test_construction_separates_every_querys_scores_by_lemma_1s_gap():
+    """Lemma 1 asks the scores of one query, a (vᵀx_q)(vᵀx_k) over the vocabulary, to lie more than 2 log n + 3
+    apart: the least such gap, written out over every query and pair, is 2 log n + 3 (the scale sets it so)."""
+    task = make_task("memorisation", dim=3, length=3, vocabulary=7)
+    vocabulary = task.sample(4, make_generator(5, "train"), dtype=torch.float64).latent["vocabulary"][0].numpy()
+    construction = build_construction(vocabulary, 3, make_generator(5, "pool", 1))
+    u = vocabulary @ construction.direction
+    least = min(abs(construction.score_scale * u[q] * (u[k] - u[l]))
+                for q in range(7) for k in range(7) for l in range(k + 1, 7))
+    assert least == pytest.approx(2 * math.log(3) + 3, rel=1e-12)
+
+
 def test_theorem_margin_against_mpmath():
     n, vocabulary, dim, r_min, r_max, eps = 5, 20, 6, 0.9, 1.0, 0.3
     growth = (vocabulary + 1) ** 4 * (2 * mpmath.log(n) + 3) * mpmath.pi * dim

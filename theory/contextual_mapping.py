@@ -11,17 +11,29 @@ boltz(s) = Σ_j s_j e^{s_j} / Σ_j e^{s_j} that a softmax computes:
 
 i.e. W^K ᵀW^Q = a v vᵀ, W^V = vᵀ, W^O = γ v.  Here, as their proof goes: v is a unit direction along which the
 vocabulary and the origin stay apart (the random projection lemma of Park et al. 2021 that their proof uses gives
-one for most directions; this one keeps the best of ``candidates`` seeded draws); a makes every two scores of one
-query at least ``4 log n`` apart, the gap their Boltzmann lemma needs; and γ = ε / (4 max |u|) keeps the attention
-term within ε/4, so outputs stay within r = r_max + ε/4 and distinct query tokens at least ε/2 apart.  Two
+one for most directions, |vᵀ(x_a − x_b)| ≥ c ‖x_a − x_b‖ with 0 < c < 1; this one keeps the best of
+``candidates`` seeded draws); a makes every two scores of one query, the entries of a (vᵀX)ᵀ(vᵀx_k), at least
+2 log n + 3 apart, the separation their Boltzmann lemma (Lemma 1) asks of its argument (δ > 2 log n + 3; here
+met with equality by the closest pair of the least-projected query, at most); and γ = ε / (4 max |u|) keeps the
+attention term within ε/4, so outputs stay within r = r_max + ε/4 and distinct query tokens at least ε/2 apart.  Two
 sequences with the same query token and different sets then differ by γ |B(S) − B(S')|, B the Boltzmann value of
 the query's scores over the set, a difference that is exponentially small in the scores: this module computes its
 logarithm exactly (the double sum of B(S) − B(S') with its cancelling terms removed, scaled by its largest one), as
 the float64 outputs themselves cannot resolve it.
 
-Only the paper's abstract and introduction could be read for this module (the search corpus stores no more of
-it); the margin bound :func:`theorem_margin_log10` is the Theorem's δ as recalled from the paper, not checked
-against its text here.
+What of the paper could be read (the search corpus stores its abstract and introduction only; arXiv 2307.14023,
+its HTML and markdown copies and the third-party summaries on sciencestack.ai, chatpaper.com, liner.com,
+emergentmind.com, arxivlens.com and openreview.net were tried, each stored from its beginning only): a public
+machine-written review of the ICLR version, which quotes its body, stored in the code index (found by its
+phrase "tokenwise separatedness"; its repository is not named there), gives Lemma 1's condition δ > 2 log n + 3 on
+the Boltzmann operator's argument a = (wᵀX)ᵀ(wᵀx_k), the projection w's two-sided bound above, Definition 1's
+tokenwise (r_min, r_max, ε)-separatedness and Corollary 1's parameter count 4(s + d) + d(2nN + d); the ICLR
+reviews (stored there too) confirm the rank-1 head with one direction for keys, queries and values.  Until
+2026-12-05 the score gap here was 4 log n, a recollection (it is 6.44 against 6.22 at n = 5, 4.39 against 5.20
+at n = 3, where it broke the lemma's condition); the margins it gave are recorded in
+:mod:`icl_sim.paper_repro.kajitsuka_sato_2024`.  The margin bound :func:`theorem_margin_log10` (the Theorem's δ)
+is still as recalled: its (2 log n + 3) factor agrees with the lemma's condition, but the formula itself could not
+be read.
 """
 from __future__ import annotations
 
@@ -58,6 +70,13 @@ class RankOneConstruction:
         return tokens + self.output_scale * (weights @ u[:, :, None]) * self.direction
 
 
+def score_gap(length: int) -> float:
+    """2 log n + 3: the separation Lemma 1 asks of the scores of one query over a sequence of n = ``length``
+    tokens (module docstring)."""
+    check_int("length", length, 2)
+    return 2.0 * math.log(length) + 3.0
+
+
 def build_construction(vocabulary: np.ndarray, length: int, generator: torch.Generator,
                        candidates: int = 64) -> RankOneConstruction:
     """The rank-1 construction (module docstring) for ``vocabulary`` (|V|, d) and sequences of ``length`` tokens,
@@ -72,7 +91,7 @@ def build_construction(vocabulary: np.ndarray, length: int, generator: torch.Gen
     direction = draws[int(np.argmax(gaps))]
     u = vocabulary @ direction
     least_gap = float(np.diff(np.sort(u)).min())
-    score_scale = 4.0 * math.log(length) / (float(np.abs(u).min()) * least_gap)
+    score_scale = score_gap(length) / (float(np.abs(u).min()) * least_gap)
     distances = np.linalg.norm(vocabulary[:, None] - vocabulary[None], axis=-1)
     separation = float(distances[np.triu_indices(len(vocabulary), 1)].min())
     return RankOneConstruction(direction, score_scale, separation / (4.0 * float(np.abs(u).max())))
