@@ -2,12 +2,22 @@
 (arXiv 2301.13196): a transformer whose weights are written by hand, looped, executes SUBLEQ programs.
 
 What was read.  The paper's abstract and opening (its full text is stored here only as excerpts from its start:
-the sections on the construction and its λ condition could not be read), and the authors' code,
-github.com/jysohn1108/Looped-Transformer (``run.sh``, ``main.py``, ``programs.py``, ``subleq.py``, ``utils.py``
-and the notebooks ``test_factorial.ipynb``, ``test_reverse_list.ipynb``, ``test_linear_search.ipynb``), whose
-settings and blocks this reproduction follows.  The construction is ``icl_sim.models.subleq`` (built with the
-library's constructed-transformer builder, ``icl_sim.models.constructed``), the interpreter, the authors' random
-programs and the notebooks' programs ``icl_sim.theory.subleq``.
+the sections on the construction and its λ condition could not be read; tried 2026-12-05: the arXiv v1 markdown
+mirror huggingface.datasetlab.ai/papers/2301.13196.md, the ICML text on object.cloud.sdsc.edu, emergentmind.com,
+and third-party notes, each stored from its beginning only).  Third-party notes quoting its body confirm what
+this reproduction had taken from the authors' code: the positional codes are binary ±1 vectors
+p_i ∈ {−1, 1}^(log n) with p_iᵀp_i = log n and p_iᵀp_j ≤ log n − 1 for i ≠ j, and reads and writes are one-layer
+constructions that copy between the column at p_i and the scratchpad (nonlinearfunction.org, notes
+"looped-transformers-as-programmable-computers" and "transformer-primatives"; jianyuh.github.io reading notes,
+2026-07-01); and the SUBLEQ instruction takes 10 layers (Turkcan 2026, "Loom", arXiv 2604.08816, Sec. 1, citing
+it), as ours does.  The exactness bound's dependence on λ and the paper's own program sizes remain unread: the λ
+used here and the sizes are the authors' code's (below), and the temperature claim's contrast is this module's.
+Read in full: the authors' code, github.com/jysohn1108/Looped-Transformer (``run.sh``, ``main.py``,
+``programs.py``, ``subleq.py``, ``utils.py`` and the notebooks ``test_factorial.ipynb``,
+``test_reverse_list.ipynb``, ``test_linear_search.ipynb``), whose settings and blocks this reproduction follows.
+The construction is ``icl_sim.models.subleq`` (built with the library's constructed-transformer builder,
+``icl_sim.models.constructed``), the interpreter, the authors' random programs and the notebooks' programs
+``icl_sim.theory.subleq``.
 
 Setting.  A punch card of n columns (s scratchpad, m memory, n − s − m commands) holds ±1 binary codes: positional
 codes p_i (L = ⌈log₂ n⌉ bits), commands (p_a, p_b, p_c), N-bit two's-complement memory, the program counter in the
