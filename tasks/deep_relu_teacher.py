@@ -2,8 +2,10 @@
 
 Wu et al. ("In-context deep learning via transformer models", arXiv 2411.16549, Sec. 5 and App. F) draw the
 inputs x ∈ R^d from the mixture w₁ N(−2·1, I_d) + w₂ N(2·1, I_d), pretrain on N(−2·1, I_d) alone (w₂ = 0) and
-test on mixtures, with y = f(x) for an N-layer ReLU network f (N = 3, 4 or 6; d = 20).  Their weight law for f was
-not readable here; this task draws a fresh f per prompt from the He initialisation (``icl_sim.theory.network_gd``:
+test on mixtures, with y = f(x) for an N-layer ReLU network f (N = 3, 4 or 6; d = 20) whose parameters they draw
+from N(0, I) (App. F.1).  A bias-free ReLU network is positively homogeneous in each layer's weights, so that law gives
+the same functions as any other per-layer scale, times a constant; this task draws a fresh f per prompt from the He
+initialisation (``icl_sim.theory.network_gd``:
 W_l ~ N(0, 2/fan_in) before a ReLU, N(0, 1/fan_in) for the linear read-out, no biases) and divides it by
 sqrt(1 + μ²), so that E[y²] = 1 exactly for every mixture (the He law keeps each layer's mean square equal to the
 inputs' coordinate mean square, 1 + μ², in expectation over the weights).
