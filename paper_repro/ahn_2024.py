@@ -102,12 +102,14 @@ optimisers and learning rates and the noise's batch and shrinks the training bat
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch.func import functional_call
 
 from icl_sim.checks import Check, claim_check
 from icl_sim.config import TrainConfig
@@ -115,8 +117,9 @@ from icl_sim.optimisation_diagnostics import (gradient_noise, hill_tail_index, l
                                               robust_condition_number, smoothness_along_trajectory,
                                               smoothness_gradient_fit)
 from icl_sim.plots import Curve, Panel, seed_curve
+from icl_sim.seeding import make_generator
 from icl_sim.tasks import LinearRegression
-from icl_sim.training import initial_model
+from icl_sim.training import initial_model, make_optimizer, make_scheduler
 
 from .measures import seed_values
 from .runner import HELD_OUT_STREAMS
@@ -148,6 +151,8 @@ GAUSSIAN_DRAWS, GAUSSIAN_SEED = 40000, 0
 HEAVIER_THAN = (("gamma", "normal"), ("normal", "sphere"))
 #: the noise draws come from this seed's "eval" stream (its parts 1 and 2; the test prompts are its part 0)
 NOISE_STREAM = HELD_OUT_STREAMS["test"]
+#: the part of the noise stream's item k that the untrained control's gaussian draws for training seed k come from
+CONTROL_SHARD = 3
 
 CLAIMS = (
     Claim("adam-faster", "Adam trains the 3-layer linear transformer far faster than SGD with momentum",
@@ -282,15 +287,27 @@ def tail_reach(norms: np.ndarray) -> float:
     return float(np.quantile(norms, TAIL_QUANTILE) / np.median(norms))
 
 
-def _noise_at_initialisation(measurement, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """The authors' measurement: norms ‖g_B − ḡ‖ of minibatch-gradient noise on 'normal' covariates at the
-    initialisation, and the gaussian reference's norms."""
+def gaussian_model_noise(noise: torch.Tensor, references: int, generator: torch.Generator) -> torch.Tensor:
+    """What ``gradient_noise`` returns for a gaussian model of the minibatch gradient with the second moment Σ of
+    the noise rows ξ: as many minibatch gradients and ``references`` reference gradients drawn from N(μ, Σ), each
+    minibatch's minus the references' mean (μ cancels), so the estimator's own finite-sample effects (the
+    reference's common offset, the sample quantiles) stay in.  The noise the standard model of SGD assumes (the
+    central limit of B per-prompt gradients: Mandt, Hoffman & Blei 2017) at the measured covariance."""
+    second = noise.T @ noise / len(noise)
+    eigenvalues, vectors = torch.linalg.eigh(second.cpu())
+    root = vectors * eigenvalues.clamp(min=0.0).sqrt()
+    draws = torch.randn(len(noise) + references, len(second), generator=generator, dtype=torch.float64) @ root.T
+    return (draws[:len(noise)] - draws[len(noise):].mean(0)).to(noise.device)
+
+
+def _noise_at_initialisation(measurement, seed: int) -> torch.Tensor:
+    """The authors' measurement: the minibatch-gradient noise g_B − ḡ on 'normal' covariates at the
+    initialisation, one row per minibatch."""
     settings = measurement.settings
     start = initial_model(measurement.configs["adam-normal"][seed], measurement.device)
-    noise = gradient_noise(start, settings.task("normal"), batch_size=settings.noise_prompts,
-                           samples=settings.noise_samples, reference_batches=settings.noise_references,
-                           seed=NOISE_STREAM)
-    return noise.norm(dim=1).cpu().numpy(), gaussian_reference_norms(noise)
+    return gradient_noise(start, settings.task("normal"), batch_size=settings.noise_prompts,
+                          samples=settings.noise_samples, reference_batches=settings.noise_references,
+                          seed=NOISE_STREAM)
 
 
 def _run_measures(measurement, name: str, seed: int) -> dict:
@@ -310,15 +327,61 @@ def _run_measures(measurement, name: str, seed: int) -> dict:
     return found
 
 
-def _smoothness(measurement, seed: int) -> dict:
-    """Adam's first steps: gradient norms, directional smoothness and their log-log fit (NaN without a trajectory)."""
+def linearised_loss(model, prompt) -> tuple:
+    """(θ ↦ mean (r_0 + J (θ − θ_0))², θ_0): the query's squared error on ``prompt`` of the model linearised at its
+    weights θ_0 (residuals r_0, Jacobian J of the query predictions, float64): the lazy-training model, whose loss is
+    the Gauss-Newton quadratic with Hessian 2 JᵀJ / n, L-smooth with L its largest eigenvalue."""
+    module = copy.deepcopy(model).double()
+    names, shapes = [name for name, _ in module.named_parameters()], [p.shape for p in module.parameters()]
+    xs, ys, targets = prompt.xs.double(), prompt.ys.double(), prompt.target[:, -1].double()
+
+    def predictions(theta: torch.Tensor) -> torch.Tensor:
+        pieces = torch.split(theta, [math.prod(shape) for shape in shapes])
+        weights = {name: piece.reshape(shape) for name, piece, shape in zip(names, pieces, shapes)}
+        return functional_call(module, weights, (xs, ys))[:, -1]
+
+    theta0 = parameter_vector(model)
+    jacobian = torch.func.jacfwd(predictions)(theta0).detach()
+    residuals = (predictions(theta0) - targets).detach()
+    return (lambda theta: (residuals + jacobian @ (theta - theta0)).square().mean()), theta0
+
+
+def noisy_quadratic_trajectory(loss, theta0: torch.Tensor, noise: torch.Tensor, config: TrainConfig) -> torch.Tensor:
+    """θ_0 … θ_T, T = ``config.steps``: ``config``'s optimiser, learning rate and gradient clipping on ``loss``, step
+    t's gradient ∇loss(θ_t) + noise[t] (the noisy quadratic model of stochastic optimisation, Zhang et al. 2019,
+    when ``loss`` is quadratic)."""
+    if len(noise) < config.steps:
+        raise ValueError(f"noise has {len(noise)} rows for {config.steps} steps")
+    theta = torch.nn.Parameter(theta0.clone())
+    optimizer = make_optimizer(torch.nn.ParameterList([theta]), config)
+    scheduler, gradient, path = make_scheduler(optimizer, config), torch.func.grad(loss), [theta0]
+    for step in range(config.steps):
+        theta.grad = gradient(theta.detach()) + noise[step]
+        if config.grad_clip:
+            torch.nn.utils.clip_grad_norm_([theta], config.grad_clip)
+        optimizer.step()
+        scheduler.step()
+        path.append(theta.detach().clone())
+    return torch.stack(path)
+
+
+def _smoothness(measurement, seed: int, noise: torch.Tensor) -> dict:
+    """Adam's first steps: gradient norms, directional smoothness and their log-log fit (NaN without a trajectory).
+    The untrained control takes the same steps on the model linearised at its initialisation, with its minibatch
+    noise (``noise``, rescaled from the noise's batch to the training batch)."""
     settings, name = measurement.settings, "adam-trajectory"
     model, config = measurement.models[name][seed], measurement.configs[name][seed]
-    _, thetas = trajectory(model, config, measurement.histories[name][seed], measurement.device)
+    task = settings.task("normal")
+    prompt = measurement.prompts(task, "test", settings.smoothness_prompts)
+    if measurement.control == "untrained":
+        loss, theta0 = linearised_loss(model, prompt)
+        scale = math.sqrt(settings.noise_prompts / settings.batch_size)  # the noise variance goes as 1/B
+        thetas = noisy_quadratic_trajectory(loss, theta0.to(noise.device), scale * noise, config)
+    else:
+        _, thetas = trajectory(model, config, measurement.histories[name][seed], measurement.device)
+        loss = loss_of_parameters(model, task, prompt)
     if len(thetas) < 4:
         return {"norms": [], "smoothness": [], "slope": math.nan, "intercept": math.nan, "correlation": math.nan}
-    task = settings.task("normal")
-    loss = loss_of_parameters(model, task, measurement.prompts(task, "test", settings.smoothness_prompts))
     norms, smoothness = smoothness_along_trajectory(loss, thetas)
     fit = smoothness_gradient_fit(norms, smoothness)
     return {"norms": norms.tolist(), "smoothness": smoothness.tolist(), **{key: fit[key] for key in
@@ -347,14 +410,18 @@ def measure(measurement) -> dict:
         at = settings.ratio_step if settings.ratio_step in condition["adam"] else max(condition["adam"])
         rows.append({"run": "normal", "seed": seed, "quantity": "condition_ratio", "step": at,
                      "value": condition["sgdm"][at] / condition["adam"][at]})
-        norms, gaussian = _noise_at_initialisation(measurement, seed)
+        measured = _noise_at_initialisation(measurement, seed)
+        tested = measured if measurement.control != "untrained" else gaussian_model_noise(
+            measured, settings.noise_references,
+            make_generator(NOISE_STREAM, "eval", measurement.configs["adam-normal"][seed].seed, shard=CONTROL_SHARD))
+        norms, gaussian = tested.norm(dim=1).cpu().numpy(), gaussian_reference_norms(tested)
         noise.setdefault("initialisation", []).append(norms)
         noise.setdefault("gaussian", []).append(gaussian)
         rows += [{"run": "initialisation", "seed": seed, "quantity": "noise_tail_ratio",
                   "value": tail_reach(norms) / tail_reach(gaussian)},
                  {"run": "initialisation", "seed": seed, "quantity": "noise_hill_index",
                   "value": hill_tail_index(norms)}]
-        smoothness.append(_smoothness(measurement, seed))
+        smoothness.append(_smoothness(measurement, seed, measured))
         rows.append({"run": "adam-trajectory", "seed": seed, "quantity": "smoothness_slope",
                      "value": smoothness[-1]["slope"]})
         rows.append({"run": "adam-trajectory", "seed": seed, "quantity": "smoothness_correlation",
