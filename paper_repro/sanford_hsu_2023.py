@@ -28,8 +28,8 @@ Claims (``CLAIMS``):
   sqrt(4 q ln N / r) = 0.35 below the ½ the temperature assumes) and λ = ``qsa_temperature`` for ε = 1/(2q),
   approximates qSA within ε at every token of every instance, for N = 16, 64, 256 (quick; 1,024 at full).  Per
   seed, the largest ℓ2 error over N, instances and tokens, against ε: held if ≤ ε in every seed.  The wrong
-  mechanism: codes too few to be incoherent (δ > ½; the rank sweep in the figure shows r < q fails by far), or a
-  head that does not select.  The control (same stream and layer, weights U(−1/√w, 1/√w)) errs by ~0.7-0.9.
+  mechanism: codes too few to be incoherent (δ > ½; in the figure's rank sweep r ≤ 24 = 1.9 q ln N fails at N = 64,
+  r < q among them), or a head that does not select.  The control (same stream and layer, weights U(−1/√w, 1/√w)) errs by ~0.7-0.9.
 * ``qsa-width`` (abstract: "the necessity and role of a large embedding dimension"): TRAINED attention units on
   qSA (N = 8, q = 3, d' = 1) ε-approximate it in mean square at a large width and not below q.  Per seed: the
   root-mean-square ℓ2 error at the last token on held-out prompts at m = 16 is ≤ ε = 1/(2q) = 1/6, and at m = 2
@@ -48,11 +48,41 @@ Sanity check (one): the rank sweep's ends, that least-norm queries on r ≥ q co
 (in-set scores 1 to 1e-9).
 
 Scales.  ``quick`` decides the two constructions (no training); its trained runs are short (200 steps) and the
-trained claims are decided at ``long`` (3,000 AdamW steps of batch 256 at rate 1e-3, m ∈ {1, 2, 3, 4, 8, 16} for
+trained claims are decided at ``long`` (3,000 Adam steps of batch 256 at rate 1e-3, m ∈ {1, 2, 3, 4, 8, 16} for
 qSA, 16 for Match2/3; 3 seeds), with the measured reason in each claim.  ``full`` adds N = 1,024 to the
 construction and trains 20,000 steps at the same sizes.
 
-Measured: (filled in after the verdict runs).
+Measured at quick (no training for the two construction claims; 14 CPU s a block with the imports and the
+trained runs' 200 steps, the control 5 CPU s), on fresh blocks never run before, seeds 1000-1002 and 1100-1102
+(``/tmp/fresh/sanford-hsu-2023-quick-{1000,1100}``; developed on seeds 900-902):
+
+* ``qsa-construction`` HELD on both blocks: largest ℓ2 error over N = 16, 64, 256 (2 instances of N tokens each)
+  0.0025, 0.0020, 0.0011 and 0.0050, 0.0018, 0.0026 against ε = 1/6, the error falling with N (N = 256:
+  1.3e-4 to 1.6e-4), the codes' incoherence δ 0.28-0.45 (< ½ everywhere); control 0.869, 0.914, 0.866 and 0.837,
+  0.816, 0.860.  The rank sweep at N = 64 (block 1000, then 1100): error 1.1-1.9 for r ≤ 12 (r = q = 3 among
+  them: the queries then select exactly but the codes are not incoherent), 0.82-1.25 at r = 24, 0.06-0.20 at
+  r = 48 ≈ 3.8 q ln N (around ε), 0.006-0.033 at 96, ≤ 0.0015 at 200 and 400 (= ⌈32 q ln N⌉): the construction
+  needs r of order q log N, with a constant near 8 here.
+* ``match2-construction`` HELD on both: 1, 1, 1 and 1, 1, 1 at (N, M) = (8, 11) and (64, 256) (λ = 30.4 and
+  4.8e4); control 0.518, 0.313, 0.359 and 0.385, 0.470, 0.525.
+* ``qsa-width`` and ``match3-harder`` deferred (quick's 200 steps; LONG_REASON): at m = 16 the qSA RMS error is
+  0.247, 0.247, 0.252 and 0.250, 0.252, 0.249, Match2's balanced accuracy 0.593, 0.582, 0.581 and 0.517, 0.590,
+  0.583.
+
+Measured at long.  The gallery block, seeds 0-2 (``runs/sanford-hsu-2023-long``, 2026-12-05; 4.4 CPU min, 18.6
+min wall at a load of about 8), is the first run at that setting and its verdict:
+
+* ``qsa-width`` HELD: RMS ℓ2 error at m = 16: 0.142, 0.082, 0.125 (≤ 1/6); at m = 2: 0.249, 0.247, 0.246 (≥ 1/6).
+  Over m = 1, 2, 3, 4, 8, 16 the mean error is 0.248, 0.247, 0.238, 0.224, 0.175, 0.117 (the mean predictor
+  0.333): no sharp step at m = q = 3; the trained units cross ε between m = 8 and 16 at N = 8 (q ln N = 6.2).
+* ``match3-harder`` HELD: balanced accuracy Match2 1, 1, 1; Match3 0.586, 0.590, 0.587; gap 0.414, 0.410, 0.413.
+* The constructions at long are quick's (held: 0.0016, 0.0018, 0.0017; 1, 1, 1).
+* Control (``--control untrained``, 9 CPU s): qSA construction 0.903, 0.971, 0.925; m = 16 error 0.335, 0.356,
+  0.336; Match2 construction 0.282, 0.431, 0.457; gap −0.009, 0, −0.007 and Match2 0.491, 0.5, 0.493: every
+  claim fails by a finite value (the m = 2 half of ``qsa-width`` holds for it, as it must).
+
+Rehearsal of the full scale (``--scale full --rehearse``): 7 checks on 24 runs; 1.02e13 FLOP, 1.84 h at this
+machine's pace; the N = 1,024 construction's largest error 0.0025 (seed 0).
 """
 from __future__ import annotations
 
@@ -166,7 +196,7 @@ SCALES = {
     "long": Settings(**COMMON, construction_tokens=(16, 64, 256), instances=2, match_sizes=((8, 11), (64, 256)),
                      match_instances=64, widths=WIDTHS, steps=3000, batch_size=256, test_prompts=20_000),
     "full": Settings(**COMMON, construction_tokens=(16, 64, 256, 1024), instances=4,
-                     match_sizes=((8, 11), (64, 256), (256, 1024)), match_instances=256, widths=WIDTHS,
+                     match_sizes=((8, 11), (64, 256), (256, 1024)), match_instances=16, widths=WIDTHS,
                      steps=20_000, batch_size=256, test_prompts=100_000),
 }
 
@@ -366,6 +396,6 @@ REPRODUCTION = Reproduction(
     figure=figure,
     claims=CLAIMS,
     quick_minutes=0.25,  # 14 CPU s (user + sys) at one thread, dev seeds 900-902 (2026-12-05)
-    long_minutes=10.0,
+    long_minutes=4.4,  # CPU minutes (user + sys) of the 3-seed long run, 18.6 min wall at load ≈ 8 (2026-12-05)
     seeds={"long": 3},
 )

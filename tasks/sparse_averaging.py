@@ -9,10 +9,10 @@ does; recurrent and fully connected networks need size polynomial in N.
 Encoding: z_i, y_i as a multi-hot row of N entries (1 at the q positions), and i as a one-hot row of N entries, so
 ``xs`` is (B, N, d' + 2N): the paper lists y_i as q integers and i as an integer; the rows here carry the same
 information, and a token-wise input network (the paper's φ) maps one to the other.  Here z_i is drawn uniformly
-from the unit ball and y_i uniformly among the q-subsets of [N] (the paper's bounds hold for every input; these
-are the average-case inputs of the experiments).  Every position has its target (``ys`` = ``targets``, (B, N, d'); (B, N) where d' = 1),
-and the evaluated one is the last: a causal model's last position sees every token, so it computes qSA at N as
-the paper's unmasked attention does at any position.  Latent: ``values`` z (B, N, d'), ``subsets`` (B, N, q).
+from the unit ball and y_i uniformly among the q-subsets of [N] (the paper's bounds hold for every input; this
+law is ours).  Every position has its target (``ys`` = ``targets``, (B, N, d'), or (B, N) where d' = 1), and the
+evaluated one is the last: a causal model's last position sees every token, so it computes qSA at N as the
+paper's unmasked attention does at any position.  Latent: ``values`` z (B, N, d'), ``subsets`` (B, N, q).
 """
 from __future__ import annotations
 
