@@ -110,7 +110,8 @@ def test_key_average_labels_and_moments():
 
 
 #: a size between smoke (too small to learn) and quick (a minute): 224 features, 1024 prompts
-SMALL = repro.Settings(samples=(1024,), heads=32, dim=6, keys=4, tuning_prompts=256, test_prompts=512)
+SMALL = repro.Settings(samples=(1024,), heads=32, train_prompts=1024, dim=6, keys=4, tuning_prompts=256,
+                       test_prompts=512)
 
 
 def _measured(control, seeds=(5, 6)):
