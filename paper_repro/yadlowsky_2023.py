@@ -121,6 +121,14 @@ Measured after the fix (2026-12-05, seed blocks never run before; CPU = user + s
   their initial weights); combinations 1.10, 1.39, 1.20 and 1.23, 1.08, 1.09; frequencies 1.00, 1.00, 1.00 and 1.01,
   1.00, 1.01; selects-sparsity sparse 4.60, 3.83, 4.87 and 5.44, 4.44, 4.56, dense 4.11, 3.98, 4.16 and 4.32, 4.08,
   4.07: every claim failed by a finite value.
+* the gallery's quick block (seeds 0-2; 3.4 CPU min, control 0.6): frequencies-degrade 4.58, 5.72, 5.70, CI [3.70,
+  6.96], held; deferred: selects-family linear margin 0.075, −0.198, −0.059, sinusoid margin −0.138, 0.043, −0.155,
+  far below 0.16, 0.14, 0.12 (linear) and 0.10, 0.16, 0.11 (sinusoid); combinations 0.89, 1.10, 0.93;
+  selects-sparsity sparse 3.10, 3.11, 3.13, dense 3.93, 3.96, 3.99.  Untrained control: selects-family margins 0
+  and ratios 1, combinations 1.54, 1.33, 1.07, frequencies 1.01, 1.01, 1.00, selects-sparsity sparse 4.41, 4.40,
+  3.61, dense 4.06, 4.11, 3.91: every claim failed by a finite value.
+* ``--scale full --rehearse`` passes with the selection runs: 12 runs of 9.5 M parameters, 1.28e18 FLOP, about 54
+  minutes on one H200 at 40 % of its bf16 peak (0.7 CPU min here).
 * long: not re-run since the fix (its 20 CPU minutes did not fit this session beside the quick blocks); the
   gallery's long run of the old model is set aside, so ``selects-family`` and ``combinations-degrade`` have no
   verdict on the fixed model yet.
