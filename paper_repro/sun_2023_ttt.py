@@ -105,12 +105,16 @@ What changed after a run, and why (each before any verdict block; the dev seeds 
   7.14, 12.07, loss gaps 72, 1815, 5200), with block 1000's trained seeds within both bounds each; blocks 1100 and
   1200 were first judged as they stand.
 
+Seed blocks run so far, each to be used for no further verdict: 0-2 (the gallery), 900-902 and 910 (dev), 1000-1002,
+1100-1102, 1200-1202, 1300-1302, 1400-1402.
+
 Scales: ``quick`` trains 1 500 steps of batch 256 at Adam's 1e-2 with cosine decay, measures on 4 000 test and 4 000
 tuning prompts, 3 seeds; ``full`` trains 20 000 steps of batch 1 024 at mttt's learning rate 1e-3
 (``config_patch.py``), 10 000 prompts, 3 seeds; ``smoke`` a few steps.  The papers' own settings (ViT and
 language-model scale) are not in-context regression and are not this module's full scale.  ``--scale full
---rehearse`` passes (2026-12-05): 15 runs, 9.5e12 FLOP, 0.024 s on one H200 at 40 % of its bf16 peak, 3.3 hours
-at this machine's pace (the MLP runs 0.11 s a step of batch 1 024 here).
+--rehearse`` passes (2026-12-05, with the mini-batch runs): 21 runs, 1.41e13 FLOP, 0.036 s on one H200 at 40 % of
+its bf16 peak, 4.7 hours at this machine's pace (the b = 1 run 0.094 s a step of batch 1 024 here, its 20 sequential
+inner steps; the MLP 0.078 s); before them 15 runs, 9.5e12 FLOP, 3.3 hours.
 
 Measured on 2026-12-05 at quick, each trained block with its untrained control (CPU minutes, user + sys, of the
 trained runs: 2.2, 2.1, 2.0 for blocks 1000, 1100, 1200; a control about 0.5).  Blocks 1100 (seeds 1100-1102) and
@@ -135,10 +139,35 @@ to the library.
   estimate, not over the best linear map); untrained 0.726, 0.529, 1.030 / 0.822, 1.010, 0.969 / 0.754, 0.984,
   0.999 (failed).
 
-The gallery's block (seeds 0-2, ``runs/sun-2023-ttt-quick``, 2.0 CPU minutes) holds all three: distances 0.0056,
-0.0053, 0.0037; largest step distances 0.038, 0.041, 0.047 and loss gaps 0.025, 0.022, 0.026 (``ttt-linear-4``
-converged on 1 of 3 seeds: at 1 500 steps its loss still falls); linear over MLP 1.330, 1.230, 1.366; the untrained
-control fails each claim (1.41, 1.41, 1.41; 3.41, 1.49, 1.02 and 415, 80, 38; 0.80, 0.84, 0.94).
+Measured on 2026-12-05 at quick after mini-batch TTT was added (a second session; the first run of the new runs
+was dev seed 910 alone: errors 0.237, 0.399, 1.148 for b = 1, 4, 20, E y² = 5, ratios 1.68 and 2.88, 29 and 15 CPU
+s to train b = 1 and 4; nothing changed after it).  Blocks 1300 (seeds 1300-1302) and 1400 (1400-1402), each never
+run before, with their untrained controls, every claim judged as it stands (CPU minutes of the trained block,
+user + sys: 4.0 and 4.0, the machine loaded at about 9 runnable processes on 2 cores; the controls 0.6 each):
+
+* ``smaller-batch-better``: held on both blocks.  Error of b = 4 over b = 1: 1.664, 1.672, 1.662 (1300) / 1.663,
+  1.662, 1.665 (1400); of b = 20 over b = 4: 2.910, 2.901, 2.912 / 2.924, 2.898, 2.914 (final-query errors 0.242-
+  0.244 for b = 1, 0.403-0.406 for b = 4, 1.174-1.178 for b = 20, E y² = 5; every run converged).  Untrained: 8.6e-12,
+  1.5e-15, 4.3e-13 / 6.1e-18, 4.3e-17, 5.5e-8 and 5.6e-4, 3.4e-4, 5.6e-4 / 1.1e-3, 4.4e-4, 0.18 (failed: the
+  untrained online learner, rate 1 on keys of squared norm about 10, diverges over its 20 steps).  Sanity: primal
+  and dual form agree to 3.7e-16 (1300) and 2.9e-16 (1400) of the largest output.
+* The three earlier claims on the same blocks, held on both: ``linear-attention`` 0.0068, 0.0043, 0.0047 / 0.0049,
+  0.0034, 0.0062 (untrained 1.397, 1.415, 1.415 / 1.407, 1.416, 1.409); ``steps-are-gd`` largest step distances
+  0.039, 0.045, 0.045 / 0.043, 0.044, 0.045, loss gaps 0.016, 0.010, 0.019 / 0.019, 0.023, 0.017 (``ttt-linear-4``
+  converged 3 of 3 / 2 of 3; untrained 13.4, 22.4, 17.8 / 18.6, 8.3, 2.6 and 6453, 17930, 11330 / 12330, 2455, 235);
+  ``mlp-helps`` 1.393, 1.297, 1.337 / 1.257, 1.368, 1.356 (untrained 0.847, 0.911, 0.898 / 0.964, 0.955, 0.873).
+  The identities hold to 2.1e-14 (linear) and 4.1e-14 (kernel).
+
+The gallery's block (seeds 0-2, ``runs/sun-2023-ttt-quick``) trained anew with the seven runs (3.7 CPU minutes,
+user + sys, the control 0.5) holds all four: b = 4 over b = 1 1.659, 1.668, 1.679 and b = 20 over b = 4 2.901,
+2.913, 2.902 (errors 0.242-0.244, 0.404-0.405, 1.174-1.177); primal = dual to 3.1e-16; the three earlier claims
+exactly as the first session's block below (the same seeds and runs); the untrained control fails each claim (1.41,
+1.41, 1.41; 3.41, 1.49, 1.02 and 415, 80, 38; 0.80, 0.84, 0.94; 6.9e-13, 1.2e-11, 1.7e-7 and 0.074, 0.59, 0.91).
+The first session's gallery block (seeds 0-2, 2.0 CPU minutes, its run directory moved aside) held all three:
+distances 0.0056, 0.0053, 0.0037; largest step distances 0.038, 0.041, 0.047 and loss gaps 0.025, 0.022, 0.026
+(``ttt-linear-4`` converged on 1 of 3 seeds: at 1 500 steps its loss still falls); linear over MLP 1.330, 1.230,
+1.366; the untrained control fails each claim (1.41, 1.41, 1.41; 3.41, 1.49, 1.02 and 415, 80, 38; 0.80, 0.84,
+0.94).
 """
 from __future__ import annotations
 
@@ -460,5 +489,7 @@ REPRODUCTION = Reproduction(
     measure=measure,
     checks=checks,
     figure=figure,
-    quick_minutes=2.2,  # CPU minutes (user + sys) of `repro run --scale quick`: 2.2, 2.1, 2.0 (blocks 1000-1200)
+    # CPU minutes (user + sys) of `repro run --scale quick`: 4.0, 4.0, 3.7 (blocks 1300, 1400, the gallery's; seven runs);
+    # 2.2, 2.1, 2.0 for the first five runs alone (blocks 1000-1200)
+    quick_minutes=4.0,
 )
