@@ -29,7 +29,8 @@ Claims (``CLAIMS``):
   approximates qSA within ε at every token of every instance, for N = 16, 64, 256 (quick; 1,024 at full).  Per
   seed, the largest ℓ2 error over N, instances and tokens, against ε: held if ≤ ε in every seed.  The wrong
   mechanism: codes too few to be incoherent (δ > ½; in the figure's rank sweep r ≤ 24 = 1.9 q ln N fails at N = 64,
-  r < q among them), or a head that does not select.  The control (same stream and layer, weights U(−1/√w, 1/√w)) errs by ~0.7-0.9.
+  r < q among them), or a head that does not select.  The control (same stream and layer, weights
+  U(−1/√w, 1/√w)) errs by 0.8-0.97.
 * ``qsa-width`` (abstract: "the necessity and role of a large embedding dimension"): TRAINED attention units on
   qSA (N = 8, q = 3, d' = 1) ε-approximate it in mean square at a large width and not below q.  Per seed: the
   root-mean-square ℓ2 error at the last token on held-out prompts at m = 16 is ≤ ε = 1/(2q) = 1/6, and at m = 2
@@ -80,6 +81,12 @@ min wall at a load of about 8), is the first run at that setting and its verdict
 * Control (``--control untrained``, 9 CPU s): qSA construction 0.903, 0.971, 0.925; m = 16 error 0.335, 0.356,
   0.336; Match2 construction 0.282, 0.431, 0.457; gap −0.009, 0, −0.007 and Match2 0.491, 0.5, 0.493: every
   claim fails by a finite value (the m = 2 half of ``qsa-width`` holds for it, as it must).
+
+A second long block, seeds 1000-1002, never run at long before (``/tmp/fresh/sanford-hsu-2023-long-1000``; 4.6 CPU
+min), agrees: ``qsa-width`` HELD (m = 16: 0.122, 0.108, 0.100; m = 2: 0.244, 0.246, 0.247; means over m = 1, 2, 3,
+4, 8, 16: 0.246, 0.245, 0.236, 0.224, 0.172, 0.110); ``match3-harder`` HELD (Match2 1, 1, 0.960; Match3 0.596,
+0.605, 0.590; gap 0.404, 0.395, 0.369); the constructions held (0.0025, 0.0020, 0.0011; 1, 1, 1).  Control: m = 16
+error 0.341, 0.363, 0.357, gap 0, 0, 0, Match2 0.5, the constructions 0.869, 0.914, 0.866 and 0.518, 0.313, 0.359.
 
 Rehearsal of the full scale (``--scale full --rehearse``): 7 checks on 24 runs; 1.02e13 FLOP, 1.84 h at this
 machine's pace; the N = 1,024 construction's largest error 0.0025 (seed 0).
