@@ -491,7 +491,7 @@ REPRODUCTION = Reproduction(
     measure=measure,
     checks=checks,
     figure=figure,
-    # CPU minutes (user + sys) of `repro run --scale quick`: 4.0, 4.0, 3.7 (blocks 1300, 1400, the gallery's; seven runs);
-    # 2.2, 2.1, 2.0 for the first five runs alone (blocks 1000-1200)
+    # CPU minutes (user + sys) of `repro run --scale quick`: 4.0, 4.0, 3.7 (blocks 1300, 1400, the gallery's, seven
+    # runs); 2.2, 2.1, 2.0 for the first five runs alone (blocks 1000-1200)
     quick_minutes=4.0,
 )
