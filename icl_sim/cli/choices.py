@@ -7,8 +7,8 @@ tests/test_cli.py holds each tuple equal to its source.
 from icl_sim.plugins import plugin_names
 
 #: the keys of icl_sim.models.MODELS, sorted: the built-in models and installed plugins' (their names only)
-MODELS = tuple(sorted(("complex-lsa", "deep-linear", "disentangled", "gpt", "kernel-attention", "looped",
-                       "looped-lsa-ln", "looped-softmax-ngd", "lsa", "mesa", "projected-attention",
+MODELS = tuple(sorted(("attention-unit", "complex-lsa", "deep-linear", "disentangled", "gpt", "kernel-attention",
+                       "looped", "looped-lsa-ln", "looped-softmax-ngd", "lsa", "mesa", "projected-attention",
                        "selection-attention", "softmax-attention", "ttt", "yz-transformer",
                        *plugin_names("models"))))
 #: icl_sim.probing.STEP_PARAMS
