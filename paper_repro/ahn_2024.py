@@ -40,19 +40,35 @@ Claims, each a contrast fixed before running, one value per seed, the seeds' 95 
   last percent; all fixed on 2026-12-05 from the notebook and the paper's references, before any run of it).
   Until 2026-12-04 the claim was checked as a Hill index below 2 at Adam's trained weights, a criterion chosen
   after one probe (seed 1: Hill 1.73 trained, 10.7 at the initialisation); its quick values were 1.94, 2.57, 1.85
-  (seeds 0-2), 2.67, 1.99, 1.48 (100-102), 11.9-14.7 at the initialisation.  The untrained control measures the
-  same initialisation, hence the same value: the claim is about the landscape at the start, not about training.
+  (seeds 0-2), 2.67, 1.99, 1.48 (100-102), 11.9-14.7 at the initialisation.  The claim is about the landscape at
+  the start, so the untrained models measure the same noise; their control is the claim's null model instead, the
+  wrong mechanism being the gaussian noise of the standard model of SGD (the central limit of B per-prompt
+  gradients; Mandt, Hoffman & Blei 2017): ``gaussian_model_noise`` draws the minibatch and reference gradients of a
+  gaussian with the untrained model's measured noise covariance and passes them through the same estimator (the
+  references' common offset, the second moment, the gaussian reference, the quantiles), so its ratio is the
+  statistic's value under the null at our sample sizes (≈ 0.98-1.02, not exactly 1: the offset and the 20th-largest
+  of 2 000 norms).  Until 2026-12-05 the control measured the same noise and read inconclusive.
 * ``adam-better-conditioned`` (the authors' printed ratio R(SGDM)/R(Adam) at step 750: 2.569 ± 0.915 over 6
   seeds, 1.0 at step 0): the ratio at ``ratio_step`` is at least 1.1 (SGDM's trajectory at least 10 % worse
   conditioned; 1 exactly for equal trajectories).
 * ``smoothness-gradient`` (their scatter of log smoothness against log gradient norm): the least-squares slope of
   that line over Adam's first ``smoothness_steps`` steps is positive (generalised (L0, L1) smoothness, Zhang et al.
-  2020).  The untrained control's slope is NaN, and cannot be made a finite null: an untrained model has one
-  parameter vector, so neither a step direction nor a spread of gradient norms to fit a line through, and any
-  stand-in path would be our choice, not the paper's; generalised smoothness is a property of the loss landscape
-  (Zhang et al. define it for the function, a polynomial here, whose gradient and curvature both grow away from
-  the origin), so a stand-in path that moved as far as Adam's would show it too, and one that stays put has no
-  slope.  A constant smoothness (the L-smooth model the claim is set against) gives slope 0 and fails the check.
+  2020).  The wrong mechanism is an L-smooth landscape, the standard assumption the paper sets its features against;
+  the untrained control is the claim's measurement on one: ``linearised_loss``, the network linearised at its
+  initialisation (the lazy-training model: its loss is the Gauss-Newton quadratic, Hessian 2JᵀJ/n, so every
+  directional smoothness lies in [0, λ_max]), on which ``noisy_quadratic_trajectory`` takes the trajectory run's
+  steps (its Adam, learning rate and clipping) with the untrained model's own minibatch noise added to the exact
+  gradient (the noisy quadratic model, Zhang et al. 2019, "Which algorithmic choices matter at which batch sizes?";
+  the noise rows of ``heavy-tailed-noise``, rescaled by √(noise batch / training batch)); the fit is the same, on
+  the same fixed batch.  It is not bound to fail: along a converging path on an anisotropic quadratic the gradient
+  and the step both move from sharp to flat directions, so smoothness falls with the gradient norm (slope > 0).
+  On dev seeds 900-902 at quick: without noise the quadratic's slope is 0.87, 0.86, 0.97 (above the trained
+  model's); with the noise 0.194, 0.083, 0.197; Adam on the linearised loss of each training batch (the exact lazy
+  model, too slow for long: 42 CPU s a seed at quick) −0.005, 0.060, 0.186; the full second-order Taylor model
+  (Hessian eigenvalues −5.5 to 23.4) runs off along its negative curvature, unbounded below, no null.  Over 300
+  steps the L-smooth null's slope is positive, so quick cannot decide the claim; over 1 000 steps (long) it is
+  about 0 to −0.1 and fails the bound (see Measured).  A constant smoothness gives slope 0, on the bound (≥ 0 holds
+  it); until 2026-12-05 the control had no trajectory and read NaN.
 * ``heavier-covariates`` (Sec. 5, the features stronger with heavier-tailed covariates): Adam's advantage grows
   along sphere, normal, gamma: larger for 'gamma' covariates than for 'normal' ones, and for 'normal' than for
   'sphere', log10 of the ratio of their loss ratios ≥ log10 1.1 for each pair (the sphere pair added on
@@ -72,18 +88,26 @@ Measured on 2026-12-05, each verdict on a block never run before (quick 2.8 CPU 
   1.123, 1.110 at long, block 1200 (CI [1.065, 1.114], inconclusive): the initialisation's noise reaches 6-12 %
   further than a gaussian's at its 99 % quantile, short of the 1.1 fixed before running (the figure shows the gap
   widening further out, toward the 99.9 % quantile: a criterion not fixed before running, not taken).  Hill's
-  index of the norms is 10.8-15.0 (a light tail).  The untrained control measures the same initialisation: the
-  same values.  The gallery's blocks: 1.092, 1.079, 1.077 (quick, seeds 0-2); 1.092, 1.079, 1.077, 1.080, 1.112,
-  1.049 (long, seeds 0-5, CI [1.060, 1.103]).
+  index of the norms is 10.8-15.0 (a light tail).  The gallery's blocks: 1.092, 1.079, 1.077 (quick, seeds 0-2);
+  1.092, 1.079, 1.077, 1.080, 1.112, 1.049 (long, seeds 0-5, CI [1.060, 1.103]).  The untrained control (the
+  gaussian null, re-run on 2026-12-05) fails: 0.986, 0.990, 1.000 (block 1000), 0.988, 0.979, 1.007 (block 1100),
+  1.001, 1.018, 1.025 (quick, seeds 0-2), 1.001, 1.018, 1.025, 0.967, 0.989, 0.984 (long, seeds 0-5, CI [0.975,
+  1.021]); dev seeds 900-902: 0.978, 0.970, 0.994 against measured 1.070, 1.105, 1.067.
 * ``adam-better-conditioned``, decided at long (the authors' B = 1 000, learning rates, 1 000-prompt Hessians and 6
   seeds; the first 750 steps are the full scale's): R(SGDM)/R(Adam) at step 750 is 1.033, 1.047, 1.075, 1.997,
   1.582, 2.646 on block 1200, mean 1.56 against the authors' 2.57 ± 0.92, CI [0.88, 2.25]: inconclusive, every
   seed above 1 but three within 10 %; SGDM's R_med is ~30 times Adam's at step 250 (figure).  Quick blocks 1000
   and 1100 (B = 500, deferred): 1.26, 5.21, 1.88 and 2.01, 3.87, 1.90.  Untrained control 1 on every seed.  The
   gallery's long block (seeds 0-5): 1.372, 1.054, 2.399, 3.063, 1.241, 0.911, CI [0.77, 2.58], inconclusive too.
-* ``smoothness-gradient``, held on quick blocks 1000 (0.524, 0.494, 0.491; log-log correlation 0.73-0.75) and 1100
-  (0.580, 0.452, 0.522; 0.72-0.78), and at long, block 1200, over 1 000 steps (0.608, 0.611, 0.618, 0.578,
-  0.583, 0.593; 0.79-0.86); untrained control NaN (see the claim: no finite null exists).
+* ``smoothness-gradient``, decided at long since 2026-12-05 (before: at quick), held at long, block 1200, over
+  1 000 steps (0.608, 0.611, 0.618, 0.578, 0.583, 0.593; log-log correlation 0.79-0.86); the quick blocks, now
+  below its deciding scale, 1000 (0.524, 0.494, 0.491; correlation 0.73-0.75) and 1100 (0.580, 0.452, 0.522;
+  0.72-0.78).  The untrained control (the L-smooth null, see the claim) at long, seeds 0-5: 0.009, −0.018, −0.076,
+  −0.103, −0.049, −0.119 (CI [−0.111, −0.007]), failed; at quick it does not fail: 0.103, 0.132, 0.234 (block 1000,
+  inconclusive), 0.190, 0.108, 0.146 (block 1100, CI [0.046, 0.250], held), 0.034, 0.311, 0.178 (seeds 0-2,
+  inconclusive), hence the deciding scale.  The trained slopes exceed the null's on every seed of both quick blocks
+  (by 0.26-0.42), a contrast not fixed before running and not taken; block 1200's control was not re-run.  Until
+  2026-12-05 the control read NaN (no trajectory).
 * ``heavier-covariates``, deferred to full: at long, block 1200, gamma over normal −0.99, −0.83, −0.66, −0.90,
   −1.02, −0.96 and normal over sphere −0.27, −0.21, −0.23, −0.05, −0.52, −0.20: at 1 000 steps both orders are
   reversed (quick blocks 1000/1100 alike: −1.01, −0.73, −1.01; −0.90, −0.58, −0.80 and 0.18, −0.20, 0.55; 0.11,
@@ -176,7 +200,13 @@ CLAIMS = (
           "trajectory is the worse conditioned on every seed, but on three by under 10 %; the gallery's long block "
           "(seeds 0-5) alike, 0.91-3.06, CI [0.77, 2.58]."),
     Claim("smoothness-gradient", "Directional smoothness grows with the gradient norm (generalised smoothness)",
-          f"Ahn et al. 2024, smoothness vs gradient norm ({CODE} plot_smoothness_vs_gradnorm.ipynb)"),
+          f"Ahn et al. 2024, smoothness vs gradient norm ({CODE} plot_smoothness_vs_gradnorm.ipynb)",
+          decided_at="long", reason="quick (300 steps, B = 500) cannot tell the claim from its L-smooth null: the "
+          "untrained control, the same Adam steps on the network linearised at its initialisation with its own "
+          "minibatch noise, has slope 0.190, 0.108, 0.146 on block 1100 (held), 0.103, 0.132, 0.234 on block 1000 "
+          "and 0.034, 0.311, 0.178 on seeds 0-2 (inconclusive); at long (the authors' B = 1 000, 1 000 of their "
+          "2 000 steps) the null's slope is -0.119 to 0.009 on seeds 0-5 (95 % CI [-0.111, -0.007], failed)",
+          runs=("adam-trajectory",)),
     Claim("heavier-covariates", "Adam's advantage over SGDM grows with heavier-tailed covariates",
           f"Ahn et al. 2024, Sec. 5 (data distribution: sphere, normal and gamma-scaled covariates; {CODE} README "
           "learning rates per law)",
