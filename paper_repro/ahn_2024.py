@@ -67,7 +67,7 @@ Claims, each a contrast fixed before running, one value per seed, the seeds' 95 
   model, too slow for long: 42 CPU s a seed at quick) −0.005, 0.060, 0.186; the full second-order Taylor model
   (Hessian eigenvalues −5.5 to 23.4) runs off along its negative curvature, unbounded below, no null.  Over 300
   steps the L-smooth null's slope is positive, so quick cannot decide the claim; over 1 000 steps (long) it is
-  about 0 to −0.1 and fails the bound (see Measured).  A constant smoothness gives slope 0, on the bound (≥ 0 holds
+  about 0 to −0.1, at or below the bound (see Measured).  A constant smoothness gives slope 0, on the bound (≥ 0 holds
   it); until 2026-12-05 the control had no trajectory and read NaN.
 * ``heavier-covariates`` (Sec. 5, the features stronger with heavier-tailed covariates): Adam's advantage grows
   along sphere, normal, gamma: larger for 'gamma' covariates than for 'normal' ones, and for 'normal' than for
@@ -92,7 +92,8 @@ Measured on 2026-12-05, each verdict on a block never run before (quick 2.8 CPU 
   1.092, 1.079, 1.077, 1.080, 1.112, 1.049 (long, seeds 0-5, CI [1.060, 1.103]).  The untrained control (the
   gaussian null, re-run on 2026-12-05) fails: 0.986, 0.990, 1.000 (block 1000), 0.988, 0.979, 1.007 (block 1100),
   1.001, 1.018, 1.025 (quick, seeds 0-2), 1.001, 1.018, 1.025, 0.967, 0.989, 0.984 (long, seeds 0-5, CI [0.975,
-  1.021]); dev seeds 900-902: 0.978, 0.970, 0.994 against measured 1.070, 1.105, 1.067.
+  1.021]), 1.000, 0.982, 0.987, 0.973, 0.978, 0.981 (long, block 1200, CI [0.974, 0.993]); dev seeds 900-902:
+  0.978, 0.970, 0.994 against measured 1.070, 1.105, 1.067.
 * ``adam-better-conditioned``, decided at long (the authors' B = 1 000, learning rates, 1 000-prompt Hessians and 6
   seeds; the first 750 steps are the full scale's): R(SGDM)/R(Adam) at step 750 is 1.033, 1.047, 1.075, 1.997,
   1.582, 2.646 on block 1200, mean 1.56 against the authors' 2.57 ± 0.92, CI [0.88, 2.25]: inconclusive, every
@@ -102,12 +103,14 @@ Measured on 2026-12-05, each verdict on a block never run before (quick 2.8 CPU 
 * ``smoothness-gradient``, decided at long since 2026-12-05 (before: at quick), held at long, block 1200, over
   1 000 steps (0.608, 0.611, 0.618, 0.578, 0.583, 0.593; log-log correlation 0.79-0.86); the quick blocks, now
   below its deciding scale, 1000 (0.524, 0.494, 0.491; correlation 0.73-0.75) and 1100 (0.580, 0.452, 0.522;
-  0.72-0.78).  The untrained control (the L-smooth null, see the claim) at long, seeds 0-5: 0.009, −0.018, −0.076,
-  −0.103, −0.049, −0.119 (CI [−0.111, −0.007]), failed; at quick it does not fail: 0.103, 0.132, 0.234 (block 1000,
-  inconclusive), 0.190, 0.108, 0.146 (block 1100, CI [0.046, 0.250], held), 0.034, 0.311, 0.178 (seeds 0-2,
-  inconclusive), hence the deciding scale.  The trained slopes exceed the null's on every seed of both quick blocks
-  (by 0.26-0.42), a contrast not fixed before running and not taken; block 1200's control was not re-run.  Until
-  2026-12-05 the control read NaN (no trajectory).
+  0.72-0.78).  The untrained control (the L-smooth null, see the claim) at long: seeds 0-5 0.009, −0.018, −0.076,
+  −0.103, −0.049, −0.119 (CI [−0.111, −0.007]), failed; block 1200 −0.042, −0.064, −0.046, 0.005, 0.001, −0.006
+  (CI [−0.055, 0.005]), inconclusive: the null sits at about 0, the bound itself, against the trained 0.58-0.62.
+  At quick it lies above the bound: 0.103, 0.132, 0.234 (block 1000, inconclusive), 0.190, 0.108, 0.146 (block
+  1100, CI [0.046, 0.250], held), 0.034, 0.311, 0.178 (seeds 0-2, inconclusive), hence the deciding scale.  The
+  check's bound (slope ≥ 0, fixed before running) is the L-smooth null's own value; the trained slopes exceed the
+  null's on every seed (quick blocks by 0.26-0.42, block 1200 by 0.57-0.68), a contrast not fixed before running
+  and not taken.  Until 2026-12-05 the control read NaN (no trajectory).
 * ``heavier-covariates``, deferred to full: at long, block 1200, gamma over normal −0.99, −0.83, −0.66, −0.90,
   −1.02, −0.96 and normal over sphere −0.27, −0.21, −0.23, −0.05, −0.52, −0.20: at 1 000 steps both orders are
   reversed (quick blocks 1000/1100 alike: −1.01, −0.73, −1.01; −0.90, −0.58, −0.80 and 0.18, −0.20, 0.55; 0.11,
@@ -205,7 +208,8 @@ CLAIMS = (
           "untrained control, the same Adam steps on the network linearised at its initialisation with its own "
           "minibatch noise, has slope 0.190, 0.108, 0.146 on block 1100 (held), 0.103, 0.132, 0.234 on block 1000 "
           "and 0.034, 0.311, 0.178 on seeds 0-2 (inconclusive); at long (the authors' B = 1 000, 1 000 of their "
-          "2 000 steps) the null's slope is -0.119 to 0.009 on seeds 0-5 (95 % CI [-0.111, -0.007], failed)",
+          "2 000 steps) the null's slope is -0.119 to 0.009 on seeds 0-5 (95 % CI [-0.111, -0.007], failed) and "
+          "-0.064 to 0.005 on block 1200 (CI [-0.055, 0.005], inconclusive: at the bound 0, no longer above it)",
           runs=("adam-trajectory",)),
     Claim("heavier-covariates", "Adam's advantage over SGDM grows with heavier-tailed covariates",
           f"Ahn et al. 2024, Sec. 5 (data distribution: sphere, normal and gamma-scaled covariates; {CODE} README "
