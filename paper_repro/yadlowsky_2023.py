@@ -130,9 +130,19 @@ Measured after the fix (2026-12-05, seed blocks never run before; CPU = user + s
   3.61, dense 4.06, 4.11, 3.91: every claim failed by a finite value.
 * ``--scale full --rehearse`` passes with the selection runs: 12 runs of 9.5 M parameters, 1.28e18 FLOP, about 54
   minutes on one H200 at 40 % of its bf16 peak (0.7 CPU min here).
-* long: not re-run since the fix (its 20 CPU minutes did not fit this session beside the quick blocks); the
-  gallery's long run of the old model is set aside, so ``selects-family`` and ``combinations-degrade`` have no
-  verdict on the fixed model yet.
+* long, the gallery's block (seeds 0-4; 19.7 CPU min, control 1.8): seeds run before only with the defective
+  initialisation, never with the fixed model, so that its first run serves as the long verdict (a block never run
+  at all, e.g. 1200-1204, is left for a second long verdict).  ``selects-family`` HELD, every check on every seed:
+  linear margin 0.042, 0.044, 0.033, 0.025, 0.048 (CI [0.027, 0.050]); linear, far below 0.068, 0.078, 0.064,
+  0.051, 0.080; sinusoid margin 0.015, 0.057, −0.060, 0.047, 0.054 (CI [−0.038, 0.084]); sinusoid, far below
+  0.024, 0.029, 0.021, 0.032, 0.023.  Every linear expert trained (relative error 0.004-0.011 on linear functions,
+  where seed 0's had 1.02 before the fix).  ``combinations-degrade`` HELD: 2.98, 2.77, 2.28, 3.03, 3.13 (CI [2.42,
+  3.25]): relative error 0.20-0.30 at α = ½ against 0.08-0.10 on sinusoids and 0.03-0.05 on linear functions.
+  ``frequencies-degrade`` 10.2, 10.3, 10.3, 12.2, 10.7 (held).  The selection runs (500 steps) sit near the trivial
+  error (1.02-1.03 dense, 1.03-1.04 sparse, 0.80-0.81 ReLU): selects-sparsity sparse 3.08, 3.10, 3.12, 3.12, 3.12,
+  dense 3.78, 3.81, 3.84, 3.82, 3.85, deferred.  Untrained control: selects-family margins 0 and ratios 1,
+  combinations 1.56, 1.34, 1.08, 1.37, 1.14, frequencies 0.98, 0.98, 0.99, 1.00, 0.99, selects-sparsity sparse
+  4.26, 4.24, 3.47, 3.93, 3.87, dense 3.99, 3.91, 3.77, 3.86, 3.84: every claim failed by a finite value.
 
 Measured before the fix (2026-12-05, read-in and read-out at std 0.02; per-seed values in seed order; CPU = user +
 sys at one thread, under a load of 5-9):
@@ -239,23 +249,22 @@ CLAIMS = (
           reason=DEV_QUICK + "on sinusoids the mixture model's late relative error is 0.20, 0.11, "
           "0.52 above the sinusoid expert's (required ≤ 0.1), on linear functions 0.07, −0.02, 0.14 above the "
           "linear expert's: it has not yet learned the sinusoids that half its prompts hold",
-          analysis="Not yet decided since the read-in / read-out fidelity fix (the long block not re-run).  Before "
-          "it, inconclusive at long (seeds 0-4): three of its four checks held on every seed (the mixture "
-          "model within 0.025-0.069 of the sinusoid expert, at 0.03-0.08 of the other expert's error on each "
-          "family), but on linear functions the margin is −1.004, 0.027, 0.032, 0.013, 0.037 (95 % CI [−0.75, "
-          "0.39]): seed 0's linear expert never left the plateau (relative error 1.02), a training failure of the "
-          "expert (the defect's saddle: its read-out at norm 0.004) that widens the interval; the four other "
-          "mixture models are within 0.04 of their expert."),
+          analysis="Held at long after the read-in / read-out fidelity fix (seeds 0-4, never run with the fixed "
+          "model): every check on every seed, the mixture model within 0.025-0.048 of the linear expert and "
+          "−0.060-0.057 of the sinusoid expert, at 0.02-0.08 of the other expert's error.  Before the fix, "
+          "inconclusive at long on the same seeds: seed 0's linear expert never left the plateau (relative error "
+          "1.02, its read-out at norm 0.004: the defect's saddle), a linear margin of −1.004 that widened the "
+          "interval to [−0.75, 0.39]."),
     Claim("combinations-degrade", "On convex combinations of the two families, outside the pretraining mixture, "
           "its error degrades sharply", f"{ABSTRACT} (out-of-domain failure); {ISSUE} (convex combinations)",
           decided_at="long", runs=RUNS,
           reason=DEV_QUICK + "the α = ½ combination's late relative error is 0.92, 0.99, 0.97 "
           "of the larger pure family's, because that family (the sinusoids) is itself at 0.3-0.6 of its trivial "
           "error: the contrast needs a model that has learned both families, the premise of selects-family",
-          analysis="Not yet decided since the read-in / read-out fidelity fix (the long block not re-run).  Before "
-          "it, inconclusive at long (seeds 0-4): 3.48, 1.83, 2.00, 3.48, 2.08, 95 % CI [1.54, 3.60]: the "
-          "mixture models' relative error on the α = ½ combination (0.18-0.28) is 2-3.5 times their larger pure "
-          "family's (the sinusoids, 0.07-0.11), two seeds of five at or under the factor 2 fixed before running."),
+          analysis="Held at long after the read-in / read-out fidelity fix (seeds 0-4, never run with the fixed "
+          "model): 2.98, 2.77, 2.28, 3.03, 3.13 (95 % CI [2.42, 3.25]).  Before the fix, inconclusive at long on "
+          "the same seeds: 3.48, 1.83, 2.00, 3.48, 2.08 (CI [1.54, 3.60]), two seeds of five at or under the "
+          "factor 2."),
     Claim("frequencies-degrade", "On sinusoids of frequencies above the pretraining range its error degrades "
           "sharply", f"{ABSTRACT} (degradation for simple extrapolation); {ISSUE} (out-of-range frequencies)",
           runs=RUNS,
@@ -264,7 +273,7 @@ CLAIMS = (
           "fix, INCONCLUSIVE on block 1000 (2.26, 5.76, 5.19, 95 % CI "
           "[−0.26, 9.07], every seed above 2: seed 1000's mixture model had learned the sinusoids least, relative "
           "error 0.62 in range) and HELD on block 1100 (5.27, 5.34, 4.83, CI [4.46, 5.83]); at long (seeds 0-4) "
-          "8.0-13.1, held."),
+          "8.0-13.1, held; after it, at long, 10.2-12.2."),
     Claim("selects-sparsity", "Pretrained on a mixture of dense linear, sparse linear and two-layer ReLU-network "
           "functions, the transformer tracks Lasso on sparse prompts and least squares on dense ones",
           f"{ABSTRACT} (model selection between function classes); family list: a third-party review of the paper, "
@@ -586,5 +595,5 @@ REPRODUCTION = Reproduction(
     checks=checks,
     figure=figure,
     quick_minutes=3.5,  # CPU minutes (user + sys) of the quick run: blocks 1200 and 1300 3.53 and 3.47
-    long_minutes=20.5,  # estimated: 19.4 measured on seeds 0-4 before the fix, and about 1 for the selection runs
+    long_minutes=19.7,  # CPU minutes (user + sys) of the 5-seed long run, seeds 0-4 after the fix
 )
