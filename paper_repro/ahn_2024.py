@@ -53,7 +53,8 @@ Claims, each a contrast fixed before running, one value per seed, the seeds' 95 
   conditioned; 1 exactly for equal trajectories).
 * ``smoothness-gradient`` (their scatter of log smoothness against log gradient norm): the least-squares slope of
   that line over Adam's first ``smoothness_steps`` steps is at least ½ (generalised (L0, L1) smoothness, Zhang et al.
-  2020: the smoothness grows at least as √‖∇f‖; until 2026-12-05 the bound was 0, see Measured).  The wrong mechanism is an L-smooth landscape, the standard assumption the paper sets its features against;
+  2020: the smoothness grows at least as √‖∇f‖; until 2026-12-05 the bound was 0, see Measured).  The wrong
+  mechanism is an L-smooth landscape, the standard assumption the paper sets its features against;
   the untrained control is the claim's measurement on one: ``linearised_loss``, the network linearised at its
   initialisation (the lazy-training model: its loss is the Gauss-Newton quadratic, Hessian 2JᵀJ/n, so every
   directional smoothness lies in [0, λ_max]), on which ``noisy_quadratic_trajectory`` takes the trajectory run's
