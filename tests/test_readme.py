@@ -85,3 +85,16 @@ def test_the_readmes_totals_are_the_gallerys():
     assert (f"{len(entries)} reproductions, {sum(verdicts.values())} claims, of which {verdicts['held']} held, "
             f"{verdicts['failed']} failed and {verdicts['inconclusive']} inconclusive where they are decided, and "
             f"{verdicts['deferred']} deferred to full") in text
+
+
+def test_the_readme_says_how_long_the_quick_and_long_scales_take():
+    """The README's running times are the sums of the CPU minutes each reproduction of the gallery declares for its
+    quick and long scales (measured on this 2-core machine), so adding or re-timing one cannot leave them stale."""
+    from icl_sim.paper_repro import REPRODUCTIONS
+    from icl_sim.paper_repro.gallery import read_records
+
+    gallery = [entry.reproduction for entry in read_records(REPRODUCTIONS, README.parent / "figures").values()]
+    quick = sum(reproduction.quick_minutes for reproduction in gallery)
+    long = sum(reproduction.long_minutes or 0 for reproduction in gallery)
+    text = " ".join(README.read_text().split())
+    assert f"about {quick:.0f} CPU minutes at quick scale and {long:.0f} at long" in text
